@@ -1,0 +1,1 @@
+"""Metrics, experiment runner, tables, figures, speed benchmarks."""

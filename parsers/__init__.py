@@ -1,0 +1,1 @@
+"""Parsers: baselines, template classifier, slot filling, execution-validated reranking."""

@@ -1,0 +1,1 @@
+"""RDF I/O and query backends: Turtle, Oxigraph, remote endpoints; the Executor protocol."""

@@ -1,0 +1,39 @@
+"""The ``synkqa`` command line. Each area registers its commands from its own module."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="synkqa",
+    help="KoPL programs on a real triple store: build the SynKQA-Pro KB and benchmark, "
+         "compile and execute programs, query the store, train, predict and evaluate parsers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        from synkqa import __version__
+        typer.echo(f"synkqa {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Artefacts (KB, store, dataset, models) are cached under $SYNKQA_HOME (default ./.synkqa)."""
+
+
+from synkqa.cli import kb as _kb, language as _language, dataset as _dataset, study as _study, bench as _bench  # noqa: E402
+
+for _module in (_kb, _language, _dataset, _study, _bench):
+    _module.register(app)
+
+
+def main() -> None:
+    app()
