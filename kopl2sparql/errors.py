@@ -47,6 +47,15 @@ class ProgramError(SynKQAError):
             return ""
         start, end = self.span
         end = max(end, start + 1)
+        if "\n" in self.source or "\t" in self.source:
+            # Multi-line programs: show only the culprit's line, carets clipped to it;
+            # tabs become one space so the carets stay aligned.
+            line_start = self.source.rfind("\n", 0, start) + 1
+            line_end = self.source.find("\n", start)
+            line_end = len(self.source) if line_end < 0 else line_end
+            line = self.source[line_start:line_end].replace("\t", " ")
+            start, end = start - line_start, max(min(end, line_end), start + 1) - line_start
+            return f"  {line}\n  {' ' * start}{'^' * (end - start)}"
         return f"  {self.source}\n  {' ' * start}{'^' * (end - start)}"
 
     def __str__(self) -> str:
@@ -54,7 +63,12 @@ class ProgramError(SynKQAError):
         if self.step is not None:
             where.append(f"step {self.step}")
         if self.span is not None:
-            where.append(f"col {self.span[0] + 1}")
+            start = self.span[0]
+            if self.source and "\n" in self.source[:start]:
+                line_start = self.source.rfind("\n", 0, start) + 1
+                where.append(f"line {self.source.count(chr(10), 0, start) + 1}, col {start - line_start + 1}")
+            else:
+                where.append(f"col {start + 1}")
         head = f"{self.kind}: {self.message}" + (f" ({', '.join(where)})" if where else "")
         excerpt = self.excerpt()
         return f"{head}\n{excerpt}" if excerpt else head

@@ -21,10 +21,14 @@ _DECIMAL_TYPES = {XSD + t for t in ("decimal", "double", "float")}
 
 @dataclass(frozen=True)
 class SelectResult:
-    """Rows of a SELECT query; ``rows[i][j]`` is the value of ``variables[j]``."""
+    """Rows of a SELECT query; ``rows[i][j]`` is the value of ``variables[j]``.
+
+    ``truncated`` is true when a row limit cut the result short (more rows existed).
+    """
 
     variables: tuple[str, ...]
     rows: list[tuple[Any, ...]]
+    truncated: bool = False
 
     def column(self, name: str) -> list[Any]:
         j = self.variables.index(name)

@@ -105,30 +105,69 @@ def generate(seed: int = 42, scale: int = 1) -> KB:
 
 
 def triples(kb: KB) -> Iterator[ox.Triple]:
-    """The KB as RDF triples, grouped by subject in a fixed order (for compact, stable Turtle)."""
+    """The KB as RDF triples, grouped by subject in a fixed order (for compact, stable Turtle).
+
+    Classes come in the order Country, City, Organization, Person; entities in id order;
+    each entity's ``rdf:type`` and ``rdfs:label`` first, then its edges and attributes
+    sorted by predicate IRI. Rows of every relation and attribute are aligned with
+    ``kb.names`` (one per entity, in id order), so they are zipped rather than regrouped
+    through a dictionary: at scale 100 that halves the time and memory of the writer.
+    """
     rdf_type, label = ox.NamedNode(RDF_TYPE), ox.NamedNode(RDFS + "label")
-    by_subject: dict[str, list[tuple[ox.NamedNode, ox.Term]]] = {}
-    for attr, rows in kb.attributes.items():
-        pred = ox.NamedNode(NS + attr)
-        for subject, lexical, datatype in rows:
-            by_subject.setdefault(subject, []).append(
-                (pred, ox.Literal(lexical, datatype=ox.NamedNode(XSD + datatype))))
-    for rel, rows in kb.relations.items():
-        pred = ox.NamedNode(NS + rel)
-        for subject, obj in rows:
-            by_subject.setdefault(subject, []).append((pred, ox.NamedNode(ENTITY_NS + obj)))
+    nodes = {cls: [ox.NamedNode(ENTITY_NS + n) for n in names] for cls, names in kb.names.items()}
+    node_of = {name: node for cls in nodes for name, node in zip(kb.names[cls], nodes[cls])}
+    datatypes = {dt: ox.NamedNode(XSD + dt) for dt in ("integer", "decimal")}
     for cls in ("Country", "City", "Organization", "Person"):
+        names = kb.names[cls]
+        columns: list[tuple[ox.NamedNode, list]] = []
+        for attr, rows in kb.attributes.items():
+            if rows and _class_of(rows[0][0]) == cls:
+                _check_aligned(attr, rows, names)
+                columns.append((ox.NamedNode(NS + attr),
+                                [ox.Literal(lex, datatype=datatypes[dt]) for _, lex, dt in rows]))
+        for rel, rows in kb.relations.items():
+            if rows and _class_of(rows[0][0]) == cls:
+                _check_aligned(rel, rows, names)
+                columns.append((ox.NamedNode(NS + rel), [node_of[obj] for _, obj in rows]))
+        columns.sort(key=lambda column: column[0].value)
         cls_node = ox.NamedNode(NS + cls)
-        for name in kb.names[cls]:
-            node = ox.NamedNode(ENTITY_NS + name)
+        for i, (name, node) in enumerate(zip(names, nodes[cls])):
             yield ox.Triple(node, rdf_type, cls_node)
             yield ox.Triple(node, label, ox.Literal(name))
-            for pred, obj in sorted(by_subject.pop(name, ()), key=lambda po: po[0].value):
-                yield ox.Triple(node, pred, obj)
+            for pred, values in columns:
+                yield ox.Triple(node, pred, values[i])
 
 
-def write_turtle(kb: KB, path: Path) -> Path:
-    """Serialise ``kb`` as Turtle at ``path`` (byte-identical for the same seed and scale)."""
+_CLASS_OF_PREFIX = {prefix: cls for cls, prefix in NAME_PREFIX.items()}
+
+
+def _class_of(name: str) -> str:
+    return _CLASS_OF_PREFIX[name.rsplit("_", 1)[0]]
+
+
+def _check_aligned(prop: str, rows: list, names: list[str]) -> None:
+    # The zip in triples() relies on one row per entity in id order; a generator change
+    # that broke it would silently shift values between entities.
+    if len(rows) != len(names) or rows[0][0] != names[0] or rows[-1][0] != names[-1]:
+        raise ValueError(f"{prop}: rows are not aligned with the entity list")
+
+
+def write_turtle(kb: KB, path: Path | str, progress: Callable[[int], None] | None = None) -> Path:
+    """Serialise ``kb`` as Turtle at ``path`` (byte-identical for the same seed and scale).
+
+    ``progress(done)`` is called every 50,000 triples and once at the end.
+    """
     prefixes = {k: PREFIXES[k] for k in ("sk", "ske", "rdfs", "xsd")}
-    ox.serialize(triples(kb), output=str(path), format=ox.RdfFormat.TURTLE, prefixes=prefixes)
+    stream = triples(kb) if progress is None else _counted(triples(kb), progress)
+    ox.serialize(stream, output=str(path), format=ox.RdfFormat.TURTLE, prefixes=prefixes)
     return Path(path)
+
+
+def _counted(items: Iterator[ox.Triple], progress: Callable[[int], None],
+             every: int = 50_000) -> Iterator[ox.Triple]:
+    done = 0
+    for done, item in enumerate(items, 1):
+        if done % every == 0:
+            progress(done)
+        yield item
+    progress(done)

@@ -1,7 +1,409 @@
-"""CLI commands of this area (filled in by its issue)."""
+"""``synkqa kb build|stats|validate`` and ``synkqa sparql``: the KB, its store, raw SPARQL.
+
+``kb_app`` is the ``kb`` sub-app; other modules add commands to it (``kb load`` and
+``kb export`` come from :mod:`synkqa.cli.interop`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+import time
+from decimal import Decimal
+from enum import Enum
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich.table import Table
+
+from kopl2sparql.errors import ConfigError, QueryTimeout, StoreError
+from synkqa.cli.common import EXIT_USAGE, fail, handle_errors, print_json, stderr, stdout
+
+kb_app = typer.Typer(
+    name="kb",
+    help="The synthetic KB: build it (Turtle + store), recompute Table I from SPARQL, validate it with SHACL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+SEED = typer.Option(42, "--seed", help="KB seed.")
+SCALE = typer.Option(1, "--scale", min=1, help="KB scale: every entity count is multiplied by it.")
+
+STATS_ROWS = ("Person", "City", "Country", "Organization", "entities",
+              "relation_types", "relation_edges", "attribute_types", "attribute_values")
+
+
+# ---- helpers --------------------------------------------------------------------------------
+
+def _writable_file(path: Path, what: str) -> Path:
+    """Fail early, with one line, if ``path`` cannot become a file (atomic writes put a
+    temporary file beside it, so the directory must exist or be creatable and be writable)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"cannot write {what} {path}: it is a directory")
+    parent = path.parent
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"cannot write {what} {path}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write {what} {path}: permission denied")
+    return path
+
+
+def _store_dir(path: Path | None) -> Path | None:
+    if path is not None and path.exists() and not path.is_dir():
+        raise ConfigError(f"cannot use {path} as a store: it is a file, not a directory")
+    return path
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+# ---- kb build -------------------------------------------------------------------------------
+
+@kb_app.command("build")
+@handle_errors
+def build(
+    seed: int = SEED,
+    scale: int = SCALE,
+    out: Path = typer.Option(None, "--out", help="Write the Turtle here (default: the cache, "
+                             "$SYNKQA_HOME/kb-seed{seed}-scale{scale}.ttl)."),
+    store: Path = typer.Option(None, "--store", help="Also load it into an on-disk Oxigraph store in "
+                               "this directory (reopened without reloading when already loaded)."),
+    force: bool = typer.Option(False, "--force", help="Regenerate the cached Turtle even if it exists."),
+    as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+) -> None:
+    """Generate the KB deterministically and write it as Turtle (atomically), optionally into a store."""
+    from store.oxigraph import OxigraphStore, file_sha256
+    from synkqa import kbgen, paths, world
+
+    target = _writable_file(out if out is not None else paths.kb_turtle(seed, scale), "the Turtle")
+    _store_dir(store)
+    start = time.perf_counter()
+    generated = out is not None or force or not target.exists()
+    if generated:
+        world.write_kb(seed, scale, target, progress=not as_json)
+    build_seconds = time.perf_counter() - start
+    counts = {cls: n * scale for cls, n in kbgen.BASE_COUNTS.items()}
+    report: dict[str, Any] = {
+        "seed": seed, "scale": scale, "turtle": str(target), "generated": generated,
+        "sha256": file_sha256(target), "bytes": target.stat().st_size,
+        "triples": 2 * sum(counts.values()) + kbgen.PAPER_TABLE_I["relation_edges"] * scale
+        + kbgen.PAPER_TABLE_I["attribute_values"] * scale,
+        "seconds": round(build_seconds, 3), "store": None,
+    }
+    if store is not None:
+        start = time.perf_counter()
+        opened = OxigraphStore(store)
+        loaded = world.load_into(opened, target, progress=not as_json)
+        record = opened.record
+        del opened  # release the RocksDB lock before reporting
+        report["store"] = {"path": str(store), "loaded": loaded, "triples": record.triples,
+                           "seconds": round(time.perf_counter() - start, 3)}
+    if as_json:
+        print_json(report)
+        return
+    verb = "wrote" if generated else "already built"
+    stdout.print(f"{verb} {target} ({report['triples']} triples, {_mb(report['bytes'])}, "
+                 f"{report['seconds']:.2f} s)\nsha256 {report['sha256']}")
+    if report["store"]:
+        s = report["store"]
+        how = "loaded" if s["loaded"] else "already loaded (not reloaded)"
+        stdout.print(f"store {s['path']}: {how}, {s['triples']} KB triples ({s['seconds']:.2f} s)")
+
+
+# ---- kb stats -------------------------------------------------------------------------------
+
+_STATS_PREFIXES = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>\n"
+                   "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n")
+STATS_QUERIES = {
+    "classes": "SELECT ?class (COUNT(DISTINCT ?e) AS ?n) WHERE { ?e rdf:type ?class } GROUP BY ?class",
+    "entities": "SELECT (COUNT(DISTINCT ?e) AS ?n) WHERE { ?e rdf:type ?class }",
+    "relations": "SELECT ?p (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(isIRI(?o) && ?p != rdf:type) } GROUP BY ?p",
+    "attributes": "SELECT ?p (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(isLiteral(?o) && ?p != rdfs:label) } GROUP BY ?p",
+}
+"""Table I as SPARQL: relations are the predicates with IRI objects (``rdf:type`` aside),
+attributes those with literal objects (``rdfs:label`` aside); nothing comes from the generator."""
+
+
+def _local(iri: str) -> str:
+    return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
+
+
+def compute_stats(store) -> dict[str, Any]:
+    """Table I recomputed with SPARQL COUNT queries on ``store`` (anything with ``query``)."""
+    def rows(name: str) -> list[tuple]:
+        return store.query(_STATS_PREFIXES + STATS_QUERIES[name]).rows
+
+    classes = {_local(c): int(n) for c, n in rows("classes")}
+    relations = dict(sorted((_local(p), int(n)) for p, n in rows("relations")))
+    attributes = dict(sorted((_local(p), int(n)) for p, n in rows("attributes")))
+    measured = {cls: classes.get(cls, 0) for cls in ("Person", "City", "Country", "Organization")}
+    measured.update(
+        entities=int(rows("entities")[0][0]),
+        relation_types=len(relations), relation_edges=sum(relations.values()),
+        attribute_types=len(attributes), attribute_values=sum(attributes.values()),
+    )
+    return {"measured": measured, "classes": classes, "relations": relations, "attributes": attributes}
+
+
+def expected_table(scale: int) -> dict[str, int]:
+    """Paper Table I with every count multiplied by ``scale`` (the number of types stays)."""
+    from synkqa.kbgen import PAPER_TABLE_I
+    return {k: v if k.endswith("_types") else v * scale for k, v in PAPER_TABLE_I.items()}
+
+
+@kb_app.command("stats")
+@handle_errors
+def stats(
+    as_json: bool = typer.Option(False, "--json", help="Print the numbers as JSON."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Count on this SPARQL endpoint instead of "
+                                 "the embedded store (e.g. http://127.0.0.1:8890/sparql)."),
+    graph: str = typer.Option(None, "--graph", help="With --endpoint: the named graph holding the KB."),
+    seed: int = SEED,
+    scale: int = SCALE,
+    store: Path = typer.Option(None, "--store", help="On-disk store to use (default: the cache's, "
+                               "built on first use)."),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="Seconds per COUNT query."),
+) -> None:
+    """Recompute Table I from the store with SPARQL COUNT queries, beside the paper's numbers.
+
+    Exits 1 when a measured count differs from the expected one (paper x scale).
+    """
+    from synkqa.kbgen import PAPER_TABLE_I
+
+    if endpoint is not None:
+        from store.remote import EndpointStore
+        target = EndpointStore(endpoint, graph=graph, timeout=timeout)
+        source = repr(target)
+    else:
+        from store.oxigraph import OxigraphStore
+        from synkqa import world
+        path = world.ensure_store(seed, scale, path=_store_dir(store), progress=not as_json)
+        target = _TimedStore(OxigraphStore(path, read_only=True), timeout)
+        source = f"embedded store {path}"
+    found = compute_stats(target)
+    expected = expected_table(scale)
+    measured = found["measured"]
+    mismatches = [k for k in STATS_ROWS if measured[k] != expected[k]]
+    if as_json:
+        print_json({"seed": seed, "scale": scale, "source": source, **measured,
+                    "relations": found["relations"], "attributes": found["attributes"],
+                    "expected": {k: expected[k] for k in STATS_ROWS},
+                    "paper": {k: PAPER_TABLE_I[k] for k in STATS_ROWS},
+                    "matches": not mismatches})
+    else:
+        table = Table(title=f"Table I from SPARQL ({source})", title_justify="left")
+        table.add_column("quantity")
+        table.add_column("measured", justify="right")
+        table.add_column(f"expected (paper x {scale})" if scale != 1 else "expected", justify="right")
+        table.add_column("paper", justify="right")
+        table.add_column("", justify="center")
+        for key in STATS_ROWS:
+            table.add_row(key, str(measured[key]), str(expected[key]), str(PAPER_TABLE_I[key]),
+                          "ok" if measured[key] == expected[key] else "DIFFERS")
+        stdout.print(table)
+        details = ", ".join(f"{k} {v}" for k, v in {**found["relations"], **found["attributes"]}.items())
+        stdout.print(f"per property: {details}")
+    if mismatches:
+        shown = ", ".join(f"{k} {measured[k]} != {expected[k]}" for k in mismatches)
+        raise fail(f"the store does not match Table I x {scale}: {shown}")
+
+
+class _TimedStore:
+    """An OxigraphStore whose every query carries a time limit (for ``kb stats``)."""
+
+    def __init__(self, store, timeout: float):
+        self.store, self.timeout = store, timeout
+
+    def query(self, sparql: str):
+        return self.store.query(sparql, timeout=self.timeout)
+
+
+# ---- kb validate ----------------------------------------------------------------------------
+
+@kb_app.command("validate")
+@handle_errors
+def validate(
+    file: Path = typer.Option(None, "--file", help="Turtle file to validate (default: the KB of "
+                              "--seed/--scale, built on first use)."),
+    seed: int = SEED,
+    scale: int = SCALE,
+    limit: int = typer.Option(10, "--show", min=0, help="How many violations to print."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Check the KB against the SHACL shapes (ontology/shapes.ttl) with pyshacl; exit 1 on violations.
+
+    Uses rdflib in memory: fine at scale 1 (about 5 s), impractical far beyond scale 10.
+    """
+    from ontology.shacl import validate as shacl_validate
+    from synkqa import world
+
+    if file is not None and not file.is_file():
+        raise ConfigError(f"Turtle file not found: {file}")
+    path = file if file is not None else world.ensure_turtle(seed, scale, progress=not as_json)
+    try:
+        report = shacl_validate(path)
+    except SyntaxError as exc:  # rdflib's Turtle parser
+        raise ConfigError(f"{path} is not valid Turtle: {exc}") from None
+    if as_json:
+        print_json({"file": str(path), "conforms": report.conforms,
+                    "violations": [v.__dict__ for v in report.violations]})
+    else:
+        stdout.print(f"{path}: {report.summary(limit)}")
+    if not report.conforms:
+        raise typer.Exit(1)
+
+
+# ---- synkqa sparql ----------------------------------------------------------------------------
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def _compact(value: Any) -> Any:
+    from ontology import PREFIXES
+    if isinstance(value, str) and value.startswith("http"):
+        for prefix, ns in PREFIXES.items():
+            if value.startswith(ns) and len(value) > len(ns):
+                return f"{prefix}:{value[len(ns):]}"
+    return value
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        as_float = float(value)
+        # a JSON number when it round-trips exactly, else the exact decimal text
+        return as_float if Decimal(repr(as_float)) == value else str(value)
+    return value
+
+
+def render(result, fmt: OutputFormat) -> str:
+    """Text of a query result in ``fmt`` (the ``synkqa sparql`` output)."""
+    if isinstance(result, bool):
+        if fmt is OutputFormat.json:
+            return json.dumps({"boolean": result}) + "\n"
+        if fmt is OutputFormat.csv:
+            return f"boolean\r\n{str(result).lower()}\r\n"
+        return ("yes" if result else "no") + "\n"
+    if fmt is OutputFormat.json:
+        rows = [{k: _json_value(v) for k, v in zip(result.variables, row)} for row in result.rows]
+        return json.dumps({"variables": list(result.variables), "rows": rows,
+                           "truncated": result.truncated}, ensure_ascii=False) + "\n"
+    if fmt is OutputFormat.csv:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(result.variables)
+        writer.writerows(["" if v is None else v for v in row] for row in result.rows)
+        return buffer.getvalue()
+    table = Table(*result.variables, show_lines=False)
+    for row in result.rows:
+        table.add_row(*("" if v is None else str(_compact(v)) for v in row))
+    from rich.console import Console
+    console = Console(file=io.StringIO(), width=200, highlight=False, color_system=None)
+    console.print(table)
+    return console.file.getvalue()
+
+
+def with_prefixes(sparql: str) -> str:
+    """Prepend PREFIX declarations for the built-in prefixes a query uses without declaring
+    (the embedded store knows them; a remote endpoint does not)."""
+    import re
+
+    from ontology import PREFIXES
+    declared = {m.lower() for m in re.findall(r"PREFIX\s*([^\s:]*):", sparql, re.IGNORECASE)}
+    missing = [p for p in PREFIXES if p not in declared and re.search(rf"(?<![\w?$<#/]){p}:", sparql)]
+    return "".join(f"PREFIX {p}: <{PREFIXES[p]}>\n" for p in missing) + sparql
+
+
+def _read_query(query: str | None, file: Path | None) -> str:
+    if (query is None) == (file is None):
+        raise fail("give a QUERY argument or --file FILE (exactly one); see synkqa sparql --help", EXIT_USAGE)
+    if file is None:
+        return query
+    if str(file) == "-":
+        return sys.stdin.read()
+    if not file.exists():
+        raise ConfigError(f"query file not found: {file}")
+    if not file.is_file():
+        raise ConfigError(f"query file is not a regular file: {file}")
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"query file is not UTF-8 text: {file}") from None
+
+
+@handle_errors
+def sparql(
+    query: str = typer.Argument(None, help="The SPARQL query (SELECT, ASK, CONSTRUCT, DESCRIBE). "
+                                "Prefixes sk:, ske:, rdf:, rdfs:, xsd: are predeclared."),
+    file: Path = typer.Option(None, "--file", "-f", help="Read the query from this file ('-': stdin)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="Output format."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Query this SPARQL endpoint instead of the "
+                                 "embedded store."),
+    graph: str = typer.Option(None, "--graph", help="With --endpoint: the named graph holding the KB."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.001,
+                                  help="Seconds the query may run; the embedded query runs in a child "
+                                       "process that is killed at the limit."),
+    limit: int = typer.Option(10_000, "--limit", min=0, help="At most this many rows (0: no limit)."),
+    seed: int = SEED,
+    scale: int = SCALE,
+    store: Path = typer.Option(None, "--store", help="On-disk store to query (default: the cache's, "
+                               "built on first use)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the result to this file instead of stdout."),
+) -> None:
+    """Run a read-only SPARQL query on the KB. Updates are refused (exit 1).
+
+    The default graph is the KB; GRAPH <http://synkqa.org/ontology> holds the schema
+    (labels, altLabels, domains, ranges).
+    """
+    text = _read_query(query, file)
+    if out is not None:
+        _writable_file(out, "the result")
+    row_limit = limit or None
+    start = time.perf_counter()
+    try:
+        if endpoint is not None:
+            from store.oxigraph import refuse_update
+            from store.remote import EndpointStore
+            refuse_update(text)
+            result = EndpointStore(endpoint, graph=graph, timeout=timeout).query(with_prefixes(text))
+            if row_limit is not None and not isinstance(result, bool) and len(result.rows) > row_limit:
+                result = type(result)(result.variables, result.rows[:row_limit], True)
+        else:
+            from store.oxigraph import query_in_subprocess, refuse_update
+            from synkqa import world
+            refuse_update(text)  # before building anything
+            path = world.ensure_store(seed, scale, path=_store_dir(store), progress=True)
+            result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit)
+    except QueryTimeout as exc:
+        raise QueryTimeout(f"{exc} (raise it with --timeout)") from None
+    seconds = time.perf_counter() - start
+    rendered = render(result, fmt)
+    if out is not None:
+        from synkqa.paths import atomic_path
+        with atomic_path(out) as tmp:
+            tmp.write_text(rendered, encoding="utf-8")
+    else:
+        sys.stdout.write(rendered)
+        sys.stdout.flush()
+    if not isinstance(result, bool):
+        more = f"; stopped at --limit {limit}, more rows exist" if result.truncated else ""
+        stderr.print(f"{len(result.rows)} row(s) in {seconds:.2f} s{more}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+    """Add the ``kb`` sub-app and the ``sparql`` command to the main app."""
+    app.add_typer(kb_app, name="kb")
+    app.command("sparql")(sparql)

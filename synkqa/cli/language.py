@@ -1,7 +1,247 @@
-"""CLI commands of this area (filled in by its issue)."""
+"""``synkqa compile`` and ``synkqa execute``: KoPL programs from the command line.
+
+A program is given in the paper's syntax (``Find(Person_00371);Relate(born_in);QueryName()``)
+or as KQA Pro's JSON function list (any argument starting with ``[``). Every program is
+parsed and type-checked before anything runs, so a bad program is reported with its
+culprit underlined and never reaches a store.
+
+``execute`` prints, with ``--json``, one JSON object per program (DESIGN.md):
+``{"program": <canonical text, or the input as given if it does not parse>,
+"answer": <canonical answer or null>, "error": <message or null>}`` plus ``"trace"`` (a list
+of ``{"step", "function", "kind", "value"}``) with ``--trace``, and ``"id"`` when the input
+line was a JSON object with one. A failing program in a batch gets an ``"error"`` and the
+batch goes on; the exit code is 1 if any program failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterator, Optional
 
 import typer
+from rich.table import Table
+
+from kopl2sparql.errors import (EngineDisagreement, ExecutionError, ProgramError, ProgramSyntaxError,
+                                SynKQAError)
+from kopl2sparql.program import Program
+from synkqa.cli.common import EXIT_FAIL, EXIT_USAGE, handle_errors, print_json, stdout
+
+# Errors that belong to one program of a batch: that line fails, the batch goes on. Store and
+# configuration errors are not about the program and stop the batch.
+PER_PROGRAM_ERRORS = (ProgramError, ExecutionError, EngineDisagreement)
+
+_TRACE_VALUES_SHOWN = 12
+
+
+class OutputFormat(str, Enum):
+    sparql = "sparql"
+    kqapro = "kqapro"
+    kopl = "kopl"
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+    """Add ``compile`` and ``execute`` to the main app."""
+    app.command("compile")(compile_command)
+    app.command("execute")(execute_command)
+
+
+# ---- reading programs ---------------------------------------------------------------------
+
+def read_program(text: str) -> Program:
+    """A program from the paper's syntax or from KQA Pro's JSON list (text starting with ``[``).
+
+    :raises ProgramSyntaxError: for text that does not parse or JSON that does not map.
+    """
+    if text.lstrip().startswith("["):
+        from kopl2sparql.kqapro import from_kqapro
+        try:
+            steps = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProgramSyntaxError(f"not valid KQA Pro JSON: {exc.msg}", text,
+                                     (exc.pos, exc.pos + 1)) from None
+        return from_kqapro(steps)
+    from kopl2sparql.syntax import parse
+    return parse(text)
+
+
+def _checked(text: str) -> Program:
+    from kopl2sparql.typecheck import check
+    program = read_program(text)
+    check(program)
+    return program
+
+
+# ---- compile ------------------------------------------------------------------------------
+
+@handle_errors
+def compile_command(
+    program: str = typer.Argument(..., metavar="PROGRAM",
+                                  help="KoPL program, e.g. 'Find(Person_00371);Relate(born_in);QueryName()', "
+                                       "or a KQA Pro JSON function list."),
+    output_format: OutputFormat = typer.Option(OutputFormat.sparql, "--format", "-f",
+                                               help="sparql: one aligned SPARQL query; kqapro: KQA Pro's "
+                                                    "function list (JSON); kopl: the canonical program text."),
+    strict: bool = typer.Option(False, "--strict",
+                                help="With --format kqapro: refuse steps KQA Pro has no function for "
+                                     "instead of writing SynKQA-Pro extension steps."),
+) -> None:
+    """Type-check a program and print it as SPARQL, as KQA Pro JSON or in canonical form.
+
+    Exit 1 (message on stderr, culprit underlined) if the program does not parse or check.
+    """
+    parsed = _checked(program)
+    if output_format is OutputFormat.kopl:
+        typer.echo(parsed.canonical())
+    elif output_format is OutputFormat.kqapro:
+        from kopl2sparql.kqapro import to_kqapro
+        print_json(to_kqapro(parsed, strict=strict))
+    else:
+        from kopl2sparql.compiler import compile_program
+        typer.echo(compile_program(parsed).sparql.rstrip("\n"))
+
+
+# ---- execute ------------------------------------------------------------------------------
+
+def _inputs(program: Optional[str], input_file: Optional[Path]) -> Iterator[tuple[str, Any]]:
+    """(program text, id or None) for each program to run."""
+    if program is not None:
+        yield program, None
+        return
+    handle = sys.stdin if str(input_file) == "-" else open(input_file, encoding="utf-8")
+    with handle:
+        for line in handle:
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            if text.startswith("{"):
+                # A JSON record (dataset or predict output): run its program, echo its id.
+                try:
+                    record = json.loads(text)
+                except json.JSONDecodeError:
+                    yield text, None
+                    continue
+                found = record.get("kopl", record.get("program")) if isinstance(record, dict) else None
+                if isinstance(found, list):
+                    found = json.dumps(found)
+                yield (found if isinstance(found, str) else text), (
+                    record.get("id") if isinstance(record, dict) else None)
+            else:
+                yield text, None
+
+
+def _trace_dict(step: Any) -> dict:
+    return step.to_dict() if hasattr(step, "to_dict") else dict(step)
+
+
+def _make_executor(backend: str, cross_check: bool, seed: int, scale: int):
+    from store import executor as executors
+    if not cross_check:
+        return executors.get_executor(backend, seed=seed, scale=scale)
+    return executors.get_executor(backend, seed=seed, scale=scale, cross_check=True)
+
+
+def _check_backend(value: str) -> str:
+    if value in ("native", "oxigraph") or value.startswith(("http://", "https://")):
+        return value
+    raise typer.BadParameter(f"'{value}' is not a backend: use native, oxigraph or an http(s):// "
+                             "SPARQL endpoint URL")
+
+
+@handle_errors
+def execute_command(
+    program: Optional[str] = typer.Argument(None, metavar="PROGRAM",
+                                            help="One KoPL program (paper syntax or KQA Pro JSON)."),
+    input_file: Optional[Path] = typer.Option(None, "--input", "-i", dir_okay=False,
+                                              help="File with one program per line ('-' for stdin); "
+                                                   "blank lines and '#' comments are skipped; JSON lines "
+                                                   "contribute their \"kopl\" or \"program\" field and \"id\"."),
+    backend: str = typer.Option("native", "--backend", "-b", callback=_check_backend,
+                                help="native (the interpreter), oxigraph (SPARQL on the embedded store) "
+                                     "or the URL of a SPARQL 1.1 endpoint holding the KB."),
+    trace: bool = typer.Option(False, "--trace", help="Also show every step's intermediate value."),
+    json_output: bool = typer.Option(False, "--json", help="One JSON object per program on stdout."),
+    cross_check: bool = typer.Option(False, "--cross-check",
+                                     help="Run every program on the native engine and on SPARQL; "
+                                          "a disagreement is an error showing both answers."),
+    seed: int = typer.Option(42, "--seed", help="Seed of the KB."),
+    scale: int = typer.Option(1, "--scale", min=1, help="Scale of the KB (1 = the paper's 8,120 entities)."),
+) -> None:
+    """Type-check and run KoPL programs on the SynKQA-Pro KB (built on first use).
+
+    Exit 0 when every program ran, 1 when any failed (each failure is reported and the
+    others still run), 2 for usage errors.
+    """
+    if (program is None) == (input_file is None):
+        typer.echo("error: give one PROGRAM or --input FILE (not both)", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if input_file is not None and str(input_file) != "-" and not input_file.is_file():
+        typer.echo(f"error: no such file: {input_file}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    from kopl2sparql.typecheck import check
+
+    executor = None
+    total = failed = 0
+    single = program is not None
+    for text, record_id in _inputs(program, input_file):
+        total += 1
+        row: dict[str, Any] = {} if record_id is None else {"id": record_id}
+        row.update(program=text, answer=None, error=None)
+        steps: list[dict] | None = None
+        try:
+            parsed = read_program(text)
+            row["program"] = parsed.canonical()
+            check(parsed)
+            if executor is None:  # built lazily: a batch of bad programs needs no KB
+                executor = _make_executor(backend, cross_check, seed, scale)
+            answer = executor.execute(parsed)
+            row["answer"] = answer.canonical()
+            if trace:
+                steps = [_trace_dict(s) for s in executor.trace(parsed)]
+        except PER_PROGRAM_ERRORS as exc:
+            failed += 1
+            row["error"] = str(exc)
+        if trace:
+            row["trace"] = steps
+        _report(row, json_output, single)
+    if failed:
+        if not single:
+            noun = "program" if total == 1 else "programs"
+            typer.echo(f"error: {failed} of {total} {noun} failed", err=True)
+        raise typer.Exit(EXIT_FAIL)
+
+
+def _report(row: dict, json_output: bool, single: bool) -> None:
+    if json_output:
+        print_json(row)
+        if row["error"] is not None and single:
+            typer.echo(f"error: {row['error']}", err=True)
+        return
+    if row["error"] is not None:
+        typer.echo(f"error: {row['error']}", err=True)
+        return
+    answer = row["answer"] if row["answer"] != "" else "(empty set)"
+    if single:
+        typer.echo(answer)
+    else:
+        typer.echo(f"{row['program']}\t{answer}")
+    if row.get("trace"):
+        stdout.print(_trace_table(row["trace"]))
+
+
+def _trace_table(steps: list[dict]) -> Table:
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for column in ("#", "step", "kind", "value"):
+        table.add_column(column, justify="right" if column == "#" else "left",
+                         overflow="fold")
+    for s in steps:
+        values = s.get("value", "")
+        shown = values if values != "" else "(empty set)"
+        parts = values.split("|") if s.get("kind") == "entities" and values else []
+        if len(parts) > _TRACE_VALUES_SHOWN:
+            shown = "|".join(parts[:_TRACE_VALUES_SHOWN]) + f"|… ({len(parts)} entities)"
+        table.add_row(str(s.get("step", "")), str(s.get("function", "")), str(s.get("kind", "")),
+                      shown)
+    return table

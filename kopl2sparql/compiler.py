@@ -1,0 +1,656 @@
+"""KoPL -> SPARQL: one readable query per program (or program prefix), aligned with the paper.
+
+How each operator compiles (``A``/``B`` are the graph patterns of the operand sets):
+
+==================  ===============================================================
+Find(e)             the constant ``ske:e`` (``VALUES ?x { ske:e }`` when a variable is needed)
+Relate(r)           ``?a sk:r ?b .``            RelateInv(r): ``?b sk:r ?a .``
+And / Or / Diff     join on a shared variable / ``{ A } UNION { B }`` / ``A MINUS { B }``
+Argmax(a)           ``ORDER BY DESC(?a) ?x LIMIT 1`` (a sub-SELECT when not last); Argmin ASC
+FilterNum(a,op,n)   ``?x sk:a ?a . FILTER(?a op n)``
+Count               ``SELECT (COUNT(DISTINCT ?x) AS ?count)`` (a sub-SELECT inside comparisons)
+QueryAttr(a)        ``?x sk:a ?a .``
+Compare / VerifyNum ``ASK { ... FILTER(?left op ?right) }``
+VerifyRel(r, e)     ``ASK { ... ?x sk:r ske:e . }``
+==================  ===============================================================
+
+The native interpreter raises errors SPARQL cannot express: an unknown entity, and
+``QueryAttr`` on anything but exactly one entity having the attribute. So that both
+engines raise the same errors, a compiled query carries *guards* the executor checks first:
+:class:`EntityGuard` (the entity exists) for every entity a program names, and
+:class:`SingletonGuard` (a COUNT query) for each ``QueryAttr`` whose operand is not
+statically one entity of the attribute's class. A final ``QueryAttr`` needs no guard: its
+SELECT returns the operand's members and the executor checks them (:class:`AttrCheck`).
+
+Every name that enters a query is validated: entity names must match ``[A-Za-z0-9_]+``,
+relations and attributes must be names of the ontology, comparators one of six symbols,
+numbers plain decimal literals (re-rendered canonically). A program cannot inject SPARQL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import IntEnum
+from functools import lru_cache
+from typing import Literal, Union
+
+from kopl2sparql.answer import format_number
+from kopl2sparql.errors import ProgramError, ProgramTypeError, unknown_name_message
+from kopl2sparql.interpreter import parse_number
+from kopl2sparql.program import COMPARATORS, OPERATORS, Program, Step, ValueType
+from ontology import ENTITY_NS, NS, schema
+
+QueryForm = Literal["select-entities", "select-number", "ask"]
+
+PREFIX_LINES = f"PREFIX sk: <{NS}>\nPREFIX ske: <{ENTITY_NS}>\n"
+_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
+CLASS_OF_PREFIX = {"Person": "Person", "City": "City", "Country": "Country", "Org": "Organization"}
+_VAR_BASE = {"Person": "person", "City": "city", "Country": "country", "Organization": "org"}
+
+
+def entity_class(name: str) -> str | None:
+    """Class of a canonical entity name from its prefix (``Org_0001`` -> ``Organization``)."""
+    return CLASS_OF_PREFIX.get(name.split("_", 1)[0]) if "_" in name else None
+
+
+# ---- the compiled query ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EntityGuard:
+    """The entity ``name`` (first named at ``step``) must exist in the KB."""
+
+    step: int
+    name: str
+
+
+@dataclass(frozen=True)
+class SingletonGuard:
+    """The operand of ``QueryAttr(attribute)`` at ``step`` must be one entity having it.
+
+    ``sparql`` selects ``?members`` (distinct entities), ``?values`` (bound values) and
+    ``?member`` (one of the entities, for the message).
+    """
+
+    step: int
+    attribute: str
+    sparql: str
+
+
+Guard = Union[EntityGuard, SingletonGuard]
+
+
+@dataclass(frozen=True)
+class AttrCheck:
+    """How to check the rows of a final ``QueryAttr``.
+
+    With ``member_variable`` the query returns the operand's members beside the value and
+    exactly one distinct member is required; otherwise the operand is the single entity
+    ``entity`` and exactly one row is required.
+    """
+
+    step: int
+    attribute: str
+    member_variable: str | None = None
+    entity: str | None = None
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A program compiled to SPARQL, with what the executor needs to decode the result.
+
+    ``form`` is ``select-entities`` (column ``variable`` holds entity IRIs),
+    ``select-number`` (one number in ``variable``; ``check`` set for QueryAttr) or ``ask``.
+    ``guards`` are ordered by step.
+    """
+
+    sparql: str
+    form: QueryForm
+    variable: str | None
+    guards: tuple[Guard, ...] = ()
+    check: AttrCheck | None = None
+    steps: int = 0
+
+    def entity_names(self) -> tuple[str, ...]:
+        """Entities whose existence the executor must confirm, in step order."""
+        return tuple(g.name for g in self.guards if isinstance(g, EntityGuard))
+
+
+# ---- a small SPARQL syntax tree ----------------------------------------------------------
+
+class Var:
+    """A query variable. Identity matters, not the name: names are given at rendering,
+    in order of first appearance (``?city``, ``?city2``...), so renaming is substitution."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base: str):
+        self.base = base
+
+    def __repr__(self):
+        return f"Var({self.base})"
+
+
+@dataclass(frozen=True)
+class Entity:
+    name: str
+
+
+@dataclass(frozen=True)
+class Num:
+    text: str            # canonical decimal text
+
+
+Term = Union[Var, Entity]
+
+
+@dataclass(frozen=True)
+class Triple:
+    s: Term
+    p: str               # local name in sk:
+    o: Term
+
+
+@dataclass(frozen=True)
+class Values:
+    var: Var
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Filter:
+    left: Union[Var, Entity, Num]
+    op: str
+    right: Union[Var, Entity, Num]
+
+
+@dataclass(frozen=True)
+class Optional_:
+    patterns: tuple
+
+
+@dataclass(frozen=True)
+class Union_:
+    branches: tuple      # tuple of pattern tuples
+
+
+@dataclass(frozen=True)
+class Minus:
+    patterns: tuple
+
+
+@dataclass(frozen=True)
+class Agg:
+    func: str            # COUNT, SAMPLE
+    var: Var
+    alias: Var
+    distinct: bool = False
+
+
+@dataclass(frozen=True)
+class Select:
+    projection: tuple    # Vars and Aggs
+    where: tuple
+    distinct: bool = False
+    order: tuple = ()    # (Var, descending) pairs
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class SubSelect:
+    select: Select
+
+
+def _subst(node, m: dict):
+    """``node`` with variables replaced through ``m`` (Var -> Var)."""
+    if isinstance(node, Var):
+        return m.get(node, node)
+    if isinstance(node, tuple):
+        return tuple(_subst(n, m) for n in node)
+    if isinstance(node, Triple):
+        return Triple(_subst(node.s, m), node.p, _subst(node.o, m))
+    if isinstance(node, Values):
+        return Values(_subst(node.var, m), node.names)
+    if isinstance(node, Filter):
+        return Filter(_subst(node.left, m), node.op, _subst(node.right, m))
+    if isinstance(node, Optional_):
+        return Optional_(_subst(node.patterns, m))
+    if isinstance(node, Union_):
+        return Union_(_subst(node.branches, m))
+    if isinstance(node, Minus):
+        return Minus(_subst(node.patterns, m))
+    if isinstance(node, Agg):
+        return Agg(node.func, _subst(node.var, m), _subst(node.alias, m), node.distinct)
+    if isinstance(node, Select):
+        return Select(_subst(node.projection, m), _subst(node.where, m), node.distinct,
+                      tuple((_subst(v, m), d) for v, d in node.order), node.limit)
+    if isinstance(node, SubSelect):
+        return SubSelect(_subst(node.select, m))
+    return node          # Entity, Num
+
+
+class _Renderer:
+    """Text of a query; variable names are assigned on first appearance."""
+
+    def __init__(self):
+        self.names: dict[Var, str] = {}
+        self.taken: set[str] = set()
+
+    def var(self, v: Var) -> str:
+        name = self.names.get(v)
+        if name is None:
+            sep = "_" if v.base[-1].isdigit() else ""
+            name, n = v.base, 1
+            while name in self.taken:
+                n += 1
+                name = f"{v.base}{sep}{n}"
+            self.taken.add(name)
+            self.names[v] = name
+        return "?" + name
+
+    def term(self, t) -> str:
+        if isinstance(t, Var):
+            return self.var(t)
+        if isinstance(t, Entity):
+            return "ske:" + t.name
+        return t.text
+
+    def patterns(self, patterns, ind: str) -> list[str]:
+        lines: list[str] = []
+        for node in patterns:
+            if isinstance(node, Triple):
+                lines.append(f"{ind}{self.term(node.s)} sk:{node.p} {self.term(node.o)} .")
+            elif isinstance(node, Values):
+                lines.append(f"{ind}VALUES {self.var(node.var)} {{ "
+                             + " ".join("ske:" + n for n in node.names) + " }")
+            elif isinstance(node, Filter):
+                lines.append(f"{ind}FILTER({self.term(node.left)} {node.op} {self.term(node.right)})")
+            elif isinstance(node, Optional_):
+                if len(node.patterns) == 1 and isinstance(node.patterns[0], Triple):
+                    t = node.patterns[0]
+                    lines.append(f"{ind}OPTIONAL {{ {self.term(t.s)} sk:{t.p} {self.term(t.o)} }}")
+                else:
+                    lines.append(f"{ind}OPTIONAL {{")
+                    lines += self.patterns(node.patterns, ind + "  ")
+                    lines.append(f"{ind}}}")
+            elif isinstance(node, Union_):
+                for k, branch in enumerate(node.branches):
+                    if k:
+                        lines.append(f"{ind}UNION")
+                    lines.append(f"{ind}{{")
+                    lines += self.patterns(branch, ind + "  ")
+                    lines.append(f"{ind}}}")
+            elif isinstance(node, Minus):
+                lines.append(f"{ind}MINUS {{")
+                lines += self.patterns(node.patterns, ind + "  ")
+                lines.append(f"{ind}}}")
+            elif isinstance(node, SubSelect):
+                lines.append(f"{ind}{{")
+                lines += self.select(node.select, ind + "  ")
+                lines.append(f"{ind}}}")
+            else:  # pragma: no cover - the compiler builds only the nodes above
+                raise TypeError(node)
+        return lines
+
+    def select(self, sel: Select, ind: str = "") -> list[str]:
+        items = []
+        for item in sel.projection:
+            if isinstance(item, Agg):
+                inner = ("DISTINCT " if item.distinct else "") + self.var(item.var)
+                items.append(f"({item.func}({inner}) AS {self.var(item.alias)})")
+            else:
+                items.append(self.var(item))
+        head = "SELECT " + ("DISTINCT " if sel.distinct else "") + " ".join(items) + " WHERE {"
+        lines = [ind + head, *self.patterns(sel.where, ind + "  "), ind + "}"]
+        if sel.order:
+            keys = [f"{'DESC' if desc else 'ASC'}({self.var(v)})" if k == 0 else self.var(v)
+                    for k, (v, desc) in enumerate(sel.order)]
+            lines.append(ind + "ORDER BY " + " ".join(keys))
+        if sel.limit is not None:
+            lines.append(f"{ind}LIMIT {sel.limit}")
+        return lines
+
+
+def render_select(sel: Select) -> tuple[str, _Renderer]:
+    r = _Renderer()
+    body = "\n".join(r.select(sel))
+    return f"{PREFIX_LINES}\n{body}\n", r
+
+
+def render_ask(patterns: tuple) -> str:
+    r = _Renderer()
+    body = "\n".join(["ASK {", *r.patterns(patterns, "  "), "}"])
+    return f"{PREFIX_LINES}\n{body}\n"
+
+
+# ---- fragments: what each stack value compiles to -------------------------------------------
+
+class Card(IntEnum):
+    """Static cardinality of a set: exactly one, at most one, any number."""
+
+    ONE = 1
+    OPT = 2
+    MANY = 3
+
+
+@dataclass(frozen=True)
+class SetFrag:
+    """An entity set: the solutions of ``patterns`` bind ``term`` to its members.
+
+    A constant ``term`` (from Find) stands for ``{e}`` when ``patterns`` have a solution.
+    ``hoist`` is set when the fragment is exactly one sub-SELECT that may become the
+    outer query (Argmax as the last operator).
+    """
+
+    patterns: tuple
+    term: Term
+    classes: frozenset
+    card: Card
+    hoist: Select | None = None
+
+
+@dataclass(frozen=True)
+class NamesFrag:
+    set: SetFrag
+
+
+@dataclass(frozen=True)
+class NumFrag:
+    """A number bound to ``var`` by ``patterns`` (one solution when defined)."""
+
+    patterns: tuple
+    var: Var
+    hoist: Select | None = None                 # Count: the aggregate query itself
+    attr: tuple | None = None                   # QueryAttr: (operand SetFrag, attribute, step)
+
+
+@dataclass(frozen=True)
+class BoolFrag:
+    patterns: tuple
+
+
+_FRAG_TYPE = {SetFrag: ValueType.ENTITIES, NamesFrag: ValueType.NAMES, NumFrag: ValueType.NUMBER,
+              BoolFrag: ValueType.BOOL}
+_ALL_CLASSES = frozenset(_VAR_BASE)
+
+
+def _base(classes: frozenset) -> str:
+    return _VAR_BASE.get(next(iter(classes)), "entity") if len(classes) == 1 else "entity"
+
+
+def _as_var(frag: SetFrag) -> tuple[tuple, Var]:
+    """Patterns and a variable bound to the set's members (a constant becomes VALUES)."""
+    if isinstance(frag.term, Var):
+        return frag.patterns, frag.term
+    var = Var(_base(frag.classes))
+    return (Values(var, (frag.term.name,)), *frag.patterns), var
+
+
+def _bound_to(frag: SetFrag, var: Var) -> tuple:
+    """Patterns binding ``var`` (instead of the fragment's own variable) to the members."""
+    if isinstance(frag.term, Var):
+        return _subst(frag.patterns, {frag.term: var})
+    return (Values(var, (frag.term.name,)), *frag.patterns)
+
+
+def _pure_constants(frag: SetFrag) -> tuple[str, ...] | None:
+    """The members when the set is a plain list of entities (Find, Or of Finds), else None."""
+    if isinstance(frag.term, Entity) and not frag.patterns:
+        return (frag.term.name,)
+    if (isinstance(frag.term, Var) and len(frag.patterns) == 1 and isinstance(frag.patterns[0], Values)
+            and frag.patterns[0].var is frag.term):
+        return frag.patterns[0].names
+    return None
+
+
+class _Compiler:
+    def __init__(self, steps: tuple[Step, ...]):
+        self.steps = steps
+        self.schema = schema()
+        self.guards: list[Guard] = []
+        self.seen_entities: set[str] = set()
+
+    # -- validation --------------------------------------------------------------------
+
+    def fail(self, message: str, step: Step, i: int):
+        raise ProgramTypeError(message, span=step.span, step=i)
+
+    def entity(self, name: str, step: Step, i: int) -> Entity:
+        if not _NAME.match(name):
+            self.fail(f"not an entity name: {name!r} (letters, digits and _ only)", step, i)
+        if name not in self.seen_entities:
+            self.seen_entities.add(name)
+            self.guards.append(EntityGuard(i, name))
+        return Entity(name)
+
+    def relation(self, name: str, step: Step, i: int):
+        info = self.schema.relations.get(name)
+        if info is None:
+            self.fail(unknown_name_message("relation", name, self.schema.relations, self._synonyms("relations")),
+                      step, i)
+        return info
+
+    def attribute(self, name: str, step: Step, i: int):
+        info = self.schema.attributes.get(name)
+        if info is None:
+            self.fail(unknown_name_message("attribute", name, self.schema.attributes, self._synonyms("attributes")),
+                      step, i)
+        return info
+
+    def _synonyms(self, table: str) -> dict[str, str]:
+        return {w: name for name, info in getattr(self.schema, table).items() for w in (info.label, *info.alt_labels)}
+
+    def comparator(self, symbol: str, step: Step, i: int) -> str:
+        if symbol not in COMPARATORS:
+            self.fail(f"unknown comparator '{symbol}'; use one of {' '.join(COMPARATORS)}", step, i)
+        return symbol
+
+    def number(self, text: str, step: Step, i: int) -> Num:
+        return Num(format_number(parse_number(text, i)))
+
+    def pop(self, stack: list, want: ValueType, step: Step, i: int):
+        if not stack:
+            self.fail(f"{step.op} needs a {want.value} value but the stack is empty", step, i)
+        frag = stack.pop()
+        got = _FRAG_TYPE[type(frag)]
+        if got is not want:
+            self.fail(f"{step.op} needs a {want.value} value, got {got.value}", step, i)
+        return frag
+
+    # -- the stack machine ---------------------------------------------------------------
+
+    def run(self) -> list:
+        if not self.steps:
+            raise ProgramTypeError("empty program")
+        stack: list = []
+        for i, step in enumerate(self.steps, 1):
+            op = OPERATORS.get(step.op)
+            if op is None:
+                self.fail(unknown_name_message("function", step.op, OPERATORS), step, i)
+            if len(step.args) != len(op.args):
+                self.fail(f"{step.op} takes {len(op.args)} argument(s), got {len(step.args)}", step, i)
+            stack.append(getattr(self, "op_" + step.op)(step, stack, i))
+        return stack
+
+    def op_Find(self, step, stack, i):
+        e = self.entity(step.args[0], step, i)
+        cls = entity_class(e.name)
+        return SetFrag((), e, frozenset((cls,)) if cls else _ALL_CLASSES, Card.ONE)
+
+    def op_Relate(self, step, stack, i):
+        info = self.relation(step.args[0], step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        b = Var(_VAR_BASE.get(info.range, "entity"))
+        card = Card.OPT if info.functional and a.card <= Card.OPT else Card.MANY
+        return SetFrag((*a.patterns, Triple(a.term, info.name, b)), b, frozenset((info.range,)), card)
+
+    def op_RelateInv(self, step, stack, i):
+        info = self.relation(step.args[0], step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        b = Var(_VAR_BASE.get(info.domain, "entity"))
+        return SetFrag((*a.patterns, Triple(b, info.name, a.term)), b, frozenset((info.domain,)), Card.MANY)
+
+    def op_QueryName(self, step, stack, i):
+        return NamesFrag(self.pop(stack, ValueType.ENTITIES, step, i))
+
+    def op_Count(self, step, stack, i):
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        patterns, var = _as_var(a)
+        count = Var("count")
+        sel = Select((Agg("COUNT", var, count, distinct=True),), patterns)
+        return NumFrag((SubSelect(sel),), count, hoist=sel)
+
+    def op_QueryAttr(self, step, stack, i):
+        info = self.attribute(step.args[0], step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        value = Var(info.name)
+        if not (a.card is Card.ONE and a.classes == {info.domain}):
+            patterns, var = _as_var(a)
+            probe = Var(info.name)
+            sel = Select((Agg("COUNT", var, Var("members"), distinct=True),
+                          Agg("COUNT", probe, Var("values")), Agg("SAMPLE", var, Var("member"))),
+                         (*patterns, Optional_((Triple(var, info.name, probe),))))
+            self.guards.append(SingletonGuard(i, info.name, render_select(sel)[0]))
+        return NumFrag((*a.patterns, Triple(a.term, info.name, value)), value, attr=(a, info.name, i))
+
+    def op_Compare(self, step, stack, i):
+        op = self.comparator(step.args[0], step, i)
+        right = self.pop(stack, ValueType.NUMBER, step, i)
+        left = self.pop(stack, ValueType.NUMBER, step, i)
+        return BoolFrag((*left.patterns, *right.patterns, Filter(left.var, op, right.var)))
+
+    def op_VerifyNum(self, step, stack, i):
+        op = self.comparator(step.args[0], step, i)
+        bound = self.number(step.args[1], step, i)
+        a = self.pop(stack, ValueType.NUMBER, step, i)
+        return BoolFrag((*a.patterns, Filter(a.var, op, bound)))
+
+    def op_VerifyRel(self, step, stack, i):
+        info = self.relation(step.args[0], step, i)
+        target = self.entity(step.args[1], step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        return BoolFrag((*a.patterns, Triple(a.term, info.name, target)))
+
+    def op_FilterNum(self, step, stack, i):
+        info = self.attribute(step.args[0], step, i)
+        op = self.comparator(step.args[1], step, i)
+        bound = self.number(step.args[2], step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        value = Var(info.name)
+        return SetFrag((*a.patterns, Triple(a.term, info.name, value), Filter(value, op, bound)), a.term,
+                       a.classes & {info.domain}, max(a.card, Card.OPT))
+
+    def op_Argmax(self, step, stack, i, descending: bool = True):
+        info = self.attribute(step.args[0], step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        patterns, var = _as_var(a)
+        value = Var(info.name)
+        sel = Select((var,), (*patterns, Triple(var, info.name, value)),
+                     order=((value, descending), (var, False)), limit=1)
+        return SetFrag((SubSelect(sel),), var, a.classes & {info.domain}, Card.OPT, hoist=sel)
+
+    def op_Argmin(self, step, stack, i):
+        return self.op_Argmax(step, stack, i, descending=False)
+
+    def op_And(self, step, stack, i):
+        b = self.pop(stack, ValueType.ENTITIES, step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        classes = a.classes & b.classes
+        card = Card.OPT if min(a.card, b.card) <= Card.OPT else Card.MANY
+        if isinstance(a.term, Entity) and isinstance(b.term, Entity) and a.term == b.term:
+            return SetFrag((*a.patterns, *b.patterns), a.term, classes, card)
+        if isinstance(a.term, Var):
+            var, patterns = a.term, (*a.patterns, *_bound_to(b, a.term))
+        elif isinstance(b.term, Var):
+            var, patterns = b.term, (*b.patterns, *_bound_to(a, b.term))
+        else:
+            patterns, var = _as_var(a)
+            patterns = (*patterns, *_bound_to(b, var))
+        return SetFrag(patterns, var, classes, card)
+
+    def op_Or(self, step, stack, i):
+        b = self.pop(stack, ValueType.ENTITIES, step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        classes = a.classes | b.classes
+        var = a.term if isinstance(a.term, Var) else Var(_base(classes))
+        ca, cb = _pure_constants(a), _pure_constants(b)
+        if ca is not None and cb is not None:
+            names = tuple(sorted(set(ca) | set(cb)))
+            return SetFrag((Values(var, names),), var, classes, Card.MANY)
+        return SetFrag((Union_((_bound_to(a, var), _bound_to(b, var))),), var, classes, Card.MANY)
+
+    def op_Diff(self, step, stack, i):
+        b = self.pop(stack, ValueType.ENTITIES, step, i)
+        a = self.pop(stack, ValueType.ENTITIES, step, i)
+        patterns, var = _as_var(a)
+        card = max(a.card, Card.OPT)
+        if isinstance(b.term, Entity) and not b.patterns:
+            return SetFrag((*patterns, Filter(var, "!=", b.term)), var, a.classes, card)
+        return SetFrag((*patterns, Minus(_bound_to(b, var))), var, a.classes, card)
+
+    # -- the final value ------------------------------------------------------------------
+
+    def finish(self, stack: list) -> CompiledQuery:
+        top = stack[-1]
+        n = len(self.steps)
+        guards = self.guards
+        if isinstance(top, NamesFrag):
+            top = top.set
+        if isinstance(top, SetFrag):
+            if top.hoist is not None:
+                sel = top.hoist
+                var = sel.projection[0]
+            else:
+                patterns, var = _as_var(top)
+                sel = Select((var,), patterns, distinct=True)
+            text, r = render_select(sel)
+            return CompiledQuery(text, "select-entities", r.var(var)[1:], self._ordered(guards), steps=n)
+        if isinstance(top, BoolFrag):
+            return CompiledQuery(render_ask(top.patterns), "ask", None, self._ordered(guards), steps=n)
+        if top.hoist is not None:                                  # Count
+            text, r = render_select(top.hoist)
+            return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), steps=n)
+        operand, attribute, step = top.attr
+        # The last QueryAttr is checked on its own rows, not by a guard query.
+        guards = [g for g in guards if not (isinstance(g, SingletonGuard) and g.step == step)]
+        if operand.card is Card.ONE and isinstance(operand.term, Entity):
+            sel = Select((top.var,), top.patterns)
+            text, r = render_select(sel)
+            check = AttrCheck(step, attribute, entity=operand.term.name)
+        else:
+            patterns, var = _as_var(operand)
+            sel = Select((var, top.var), (*patterns, Optional_((Triple(var, attribute, top.var),))),
+                         distinct=True)
+            text, r = render_select(sel)
+            check = AttrCheck(step, attribute, member_variable=r.var(var)[1:])
+        return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), check, steps=n)
+
+    @staticmethod
+    def _ordered(guards: list[Guard]) -> tuple[Guard, ...]:
+        return tuple(sorted(guards, key=lambda g: (g.step, isinstance(g, SingletonGuard))))
+
+
+@lru_cache(maxsize=65536)
+def _compile_steps(steps: tuple[Step, ...]) -> CompiledQuery:
+    compiler = _Compiler(steps)
+    return compiler.finish(compiler.run())
+
+
+def compile_program(program: Program) -> CompiledQuery:
+    """Compile a program (or a program prefix: its top-of-stack value) to one SPARQL query.
+
+    Results are cached by the program's steps (equivalently, its canonical text).
+
+    :raises ProgramTypeError: for a program that breaks the stack discipline or names an
+        unknown function, relation, attribute or comparator, or a malformed entity/number.
+    """
+    try:
+        return _compile_steps(program.steps)
+    except ProgramError as exc:
+        if exc.source is None:
+            exc.source = program.source
+        raise
+
+
+__all__ = ["compile_program", "CompiledQuery", "EntityGuard", "SingletonGuard", "AttrCheck", "Guard",
+           "entity_class", "PREFIX_LINES"]

@@ -1,0 +1,488 @@
+"""The SynKQA-Pro benchmark: questions, gold programs and answers, ten options, JSONL files.
+
+One build (seed 42) writes ``train.jsonl`` (100,000), ``validation.jsonl`` (10,000) and
+``test.jsonl`` (10,000) plus ``manifest.json`` under :func:`synkqa.paths.dataset_dir`.
+The record format is documented in ``docs/DATASET.md``.
+
+How a question is made (paper §2):
+
+1. A template is drawn with the paper's weights (``templates.json``).
+2. Its slots are drawn from the KB's entity lists, which are read back from RDF (a SPARQL
+   query on the store), never from the generator's Python objects. Two templates have
+   constraints: CompareCityPopulation takes two *distinct* cities, and
+   WorkAndBornIntersection takes the employer and the birth city of one person, so its
+   answer is never empty. VerifyEmployment pairs a person with their true employer half of
+   the time (:data:`VERIFY_TRUE_EMPLOYER_RATE`) and with a uniformly drawn organisation
+   otherwise, so both ``yes`` and ``no`` are common (the paper does not say how it drew them).
+3. The surface form: train questions use the train paraphrase, test questions the test
+   paraphrase, validation questions alternate (even index train, odd index test).
+4. The gold answer is the result of executing the gold program on **both** engines, the
+   native interpreter and the compiled SPARQL on Oxigraph; any difference aborts the build
+   with :class:`EngineDisagreement`.
+5. Ten options: the gold answer plus nine distractors of the same kind (see
+   :func:`make_choices`), shuffled.
+
+Randomness: each split has two generators seeded from ``(seed, split)`` strings, one for the
+questions and one for the options, so changing how options are drawn does not change which
+questions are asked. Python's ``random.Random`` seeded with a string is stable across runs
+and platforms, and no set or dict iteration order feeds the output, so the same seed gives
+byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+
+from kopl2sparql.answer import Answer, format_number
+from kopl2sparql.errors import DatasetError, EngineDisagreement, unknown_name_message
+from ontology import ENTITY_NS, NS, RDFS
+from synkqa import paths
+from synkqa.kbgen import NAME_PREFIX
+from synkqa.templates import Template, templates
+
+__all__ = [
+    "SPLITS", "SPLIT_SIZES", "NUM_CHOICES", "BOOLEAN_FILLERS", "VERIFY_TRUE_EMPLOYER_RATE",
+    "NUMERIC_RADIUS", "PAPER_TABLE_II", "PAPER_TEST_TEMPLATE_COUNTS", "FORMAT_VERSION",
+    "KBEntities", "Draft", "sample_split", "make_choices", "GoldEngines", "build",
+    "ensure_dataset", "progress_bar", "load_split", "iter_split", "split_stats", "dataset_stats",
+]
+
+SPLITS = ("train", "validation", "test")
+SPLIT_SIZES = {"train": 100_000, "validation": 10_000, "test": 10_000}
+"""Questions per split (paper Table II)."""
+
+NUM_CHOICES = 10
+"""Options per question, gold answer included (paper §2, after KQA Pro)."""
+
+BOOLEAN_FILLERS = ("unknown", "not sure", "cannot be determined", "not enough information",
+                   "unclear", "maybe", "undetermined", "insufficient data")
+"""The eight 'unknown' fillers beside ``yes`` and ``no``. The paper says "eight 'unknown'
+fillers" but the ten options must be distinct, so these are eight different ways of not
+answering. None of them is a word of another option, so exact string matching is safe."""
+
+VERIFY_TRUE_EMPLOYER_RATE = 0.5
+"""Share of VerifyEmployment questions whose organisation is the person's true employer
+(the rest draw any organisation, which is the true one with probability 1/800)."""
+
+NUMERIC_RADIUS = 10
+"""Numeric distractors come from gold ± this many units (of the gold value's last digit),
+never negative: years and counts stay plausible (paper: 'a local neighborhood')."""
+
+FORMAT_VERSION = 1
+"""Bumped whenever the files change for the same seed; a cached dataset with another
+version (or other templates) is rebuilt by :func:`ensure_dataset`."""
+
+PAPER_TABLE_II = {
+    "train": {"questions": 100000, "avg_words": 7.44, "std_words": 2.74, "avg_steps": 3.84,
+              "unique_answers": 6644},
+    "validation": {"questions": 10000, "avg_words": 7.89, "std_words": 2.64, "avg_steps": 3.86,
+                   "unique_answers": 2062},
+    "test": {"questions": 10000, "avg_words": 8.30, "std_words": 2.42, "avg_steps": 3.86,
+             "unique_answers": 2109},
+}
+"""Table II of the paper (mean ± std over questions)."""
+
+PAPER_TEST_TEMPLATE_COUNTS = {0: 971, 1: 1003, 2: 1502, 3: 1041, 4: 1228, 5: 971, 6: 968, 7: 1348,
+                              8: 968}
+"""Questions per template in the paper's test split (Table XI, column N); the paper does
+not publish train or validation counts."""
+
+_CLASS_OF_PREFIX = {prefix: cls for cls, prefix in NAME_PREFIX.items()}
+_RECORD_KEYS = ("id", "split", "question", "choices", "answer", "kopl", "program", "sparql",
+                "template_id", "template", "reasoning", "hops")
+
+
+def entity_class(name: str) -> str:
+    """Class of an entity from its canonical name: ``City_0736`` -> ``City``."""
+    try:
+        return _CLASS_OF_PREFIX[name.rsplit("_", 1)[0]]
+    except KeyError:
+        raise DatasetError(f"not a canonical entity name: {name!r}") from None
+
+
+def word_count(question: str) -> int:
+    """Words of a question as Table II counts them: whitespace-separated tokens."""
+    return len(question.split())
+
+
+# ---- the KB, read back from RDF ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class KBEntities:
+    """What slot sampling and distractors need from the KB, read from the store.
+
+    ``names[cls]`` lists the entity names of a class in id order; ``employer`` and
+    ``birth_city`` map each person to the name of their organisation and birth city.
+    """
+
+    names: dict[str, tuple[str, ...]]
+    employer: dict[str, str]
+    birth_city: dict[str, str]
+
+    @classmethod
+    def from_store(cls, store) -> "KBEntities":
+        """Read entity names (``rdfs:label``) per class and each person's two edges.
+
+        :param store: anything with ``query(sparql) -> SelectResult`` (``OxigraphStore``,
+            ``EndpointStore``).
+        :raises DatasetError: if the KB has no entities of a class the templates need.
+        """
+        rows = store.query(
+            f"SELECT ?cls ?name WHERE {{ ?e a ?cls ; <{RDFS}label> ?name . "
+            f"FILTER(STRSTARTS(STR(?e), \"{ENTITY_NS}\")) }}").rows
+        by_class: dict[str, list[str]] = {}
+        for cls_iri, name in rows:
+            by_class.setdefault(cls_iri[len(NS):] if cls_iri.startswith(NS) else cls_iri, []).append(name)
+        names = {c: tuple(sorted(v)) for c, v in sorted(by_class.items())}
+        edges = store.query(
+            f"SELECT ?p ?org ?city WHERE {{ ?e <{NS}works_at> ?o ; <{NS}born_in> ?c ; "
+            f"<{RDFS}label> ?p . ?o <{RDFS}label> ?org . ?c <{RDFS}label> ?city }}").rows
+        employer = {p: org for p, org, _ in edges}
+        birth_city = {p: city for p, _, city in edges}
+        for t in templates():
+            for _, slot_class in t.slots:
+                if not names.get(slot_class):
+                    raise DatasetError(f"the KB has no {slot_class} entities (template {t.name} needs them)")
+        if not employer:
+            raise DatasetError("the KB has no person with both works_at and born_in edges")
+        return cls(names, employer, birth_city)
+
+
+# ---- questions -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Draft:
+    """A question before execution: template, slot values and surface form."""
+
+    split: str
+    index: int
+    template: Template
+    slots: tuple[tuple[str, str], ...]  # (slot name, entity name) in skeleton order
+    paraphrase: str                     # "train" or "test"
+
+    @property
+    def id(self) -> str:
+        return f"{self.split}-{self.index:05d}"
+
+    @property
+    def question(self) -> str:
+        return self.template.question(self.paraphrase, **dict(self.slots))
+
+    @property
+    def kopl(self) -> str:
+        return self.template.program_text(**dict(self.slots))
+
+
+def _paraphrase_for(split: str, index: int) -> str:
+    if split == "train":
+        return "train"
+    if split == "test":
+        return "test"
+    # Validation: an exact 50/50 mixture that does not depend on the random stream.
+    return "train" if index % 2 == 0 else "test"
+
+
+def _sample_slots(t: Template, kb: KBEntities, persons: Sequence[str], rng: random.Random
+                  ) -> tuple[tuple[str, str], ...]:
+    """Slot values for one question of template ``t`` (constraints in the module docstring)."""
+    if t.name == "CompareCityPopulation":
+        (n1, c1), (n2, c2) = t.slots
+        a, b = rng.sample(kb.names[c1], 2)
+        return ((n1, a), (n2, b))
+    if t.name == "WorkAndBornIntersection":
+        person = rng.choice(persons)
+        values = {"Organization": kb.employer[person], "City": kb.birth_city[person]}
+        return tuple((name, values[cls]) for name, cls in t.slots)
+    if t.name == "VerifyEmployment":
+        person = rng.choice(persons)
+        org = (kb.employer[person] if rng.random() < VERIFY_TRUE_EMPLOYER_RATE
+               else rng.choice(kb.names["Organization"]))
+        values = {"Person": person, "Organization": org}
+        return tuple((name, values[cls]) for name, cls in t.slots)
+    return tuple((name, rng.choice(kb.names[cls])) for name, cls in t.slots)
+
+
+def sample_split(kb: KBEntities, split: str, seed: int = 42, size: int | None = None) -> list[Draft]:
+    """Draw the questions of one split (templates by weight, then slots), deterministically."""
+    _check_split(split)
+    size = SPLIT_SIZES[split] if size is None else size
+    rng = random.Random(f"synkqa-{seed}-{split}-questions")
+    items = templates()
+    drawn = rng.choices(items, weights=[t.weight for t in items], k=size)
+    # People who can anchor the constructive templates (all of them in the generated KB).
+    persons = tuple(p for p in kb.names["Person"] if p in kb.employer)
+    return [Draft(split, i, t, _sample_slots(t, kb, persons, rng), _paraphrase_for(split, i))
+            for i, t in enumerate(drawn)]
+
+
+# ---- options -------------------------------------------------------------------------------
+
+def _numeric_distractors(gold: str, rng: random.Random) -> list[str]:
+    value = Decimal(gold)
+    # One unit of the gold value's last digit: 1 for years and counts.
+    unit = Decimal(1).scaleb(min(value.as_tuple().exponent, 0))
+    pool = [value + k * unit for k in range(-NUMERIC_RADIUS, NUMERIC_RADIUS + 1)]
+    pool = [format_number(v) for v in pool if v >= 0 and v != value]
+    # k = 1..RADIUS are always there, so the pool never has fewer than nine members.
+    return rng.sample(pool, NUM_CHOICES - 1)
+
+
+def _entity_distractors(values: tuple[str, ...], kb: KBEntities, rng: random.Random) -> list[str]:
+    classes = {entity_class(v) for v in values}
+    if len(classes) != 1:
+        raise DatasetError(f"cannot draw distractors for a mixed-class answer {values}")
+    pool = kb.names[classes.pop()]
+    gold, size = "|".join(values), len(values)
+    found: list[str] = []
+    seen = {gold}
+    while len(found) < NUM_CHOICES - 1:
+        # Same-length lists in the canonical form of answers (names sorted, joined by |).
+        candidate = "|".join(sorted(rng.sample(pool, size)))
+        if candidate not in seen:
+            seen.add(candidate)
+            found.append(candidate)
+    return found
+
+
+def make_choices(answer: Answer, kb: KBEntities, rng: random.Random) -> list[str]:
+    """Ten distinct options containing ``answer.canonical()``, shuffled with ``rng``.
+
+    Entity answers get entities of the same class; lists of k entities get other sorted
+    lists of k entities of that class; numbers get a neighbourhood of the gold value
+    (± :data:`NUMERIC_RADIUS`, no negatives); booleans get ``yes``, ``no`` and the eight
+    :data:`BOOLEAN_FILLERS`.
+
+    :raises DatasetError: for an empty entity answer (no same-length distractors exist).
+    """
+    gold = answer.canonical()
+    if answer.kind == "bool":
+        choices = ["yes", "no", *BOOLEAN_FILLERS]
+    elif answer.kind == "number":
+        choices = [gold, *_numeric_distractors(gold, rng)]
+    elif answer.kind == "entities":
+        if not answer.values:
+            raise DatasetError("cannot make options for an empty answer")
+        choices = [gold, *_entity_distractors(answer.values, kb, rng)]
+    else:  # pragma: no cover - Answer.kind is a closed set
+        raise DatasetError(f"unknown answer kind {answer.kind!r}")
+    rng.shuffle(choices)
+    return choices
+
+
+# ---- gold answers on two engines ----------------------------------------------------------
+
+class GoldEngines:
+    """Executes gold programs on the native interpreter and on SPARQL over Oxigraph.
+
+    :meth:`run` returns the program's KQA Pro form, its SPARQL text and the answer both
+    engines agree on, or raises :class:`EngineDisagreement`.
+    """
+
+    def __init__(self, seed: int = 42, scale: int = 1):
+        raise NotImplementedError  # filled in below once the engines exist
+
+    def run(self, draft: Draft):  # pragma: no cover - replaced below
+        raise NotImplementedError
+
+
+# ---- building the files -------------------------------------------------------------------
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise DatasetError(unknown_name_message("split", split, SPLITS))
+
+
+def templates_digest() -> str:
+    """sha256 of the shipped ``templates.json`` (a cached dataset from other templates is stale)."""
+    raw = resources.files("synkqa").joinpath("data/templates.json").read_bytes()
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _record(draft: Draft, program: list, sparql: str, answer: str, choices: list[str]) -> dict:
+    t = draft.template
+    return {"id": draft.id, "split": draft.split, "question": draft.question, "choices": choices,
+            "answer": answer, "kopl": draft.kopl, "program": program, "sparql": sparql,
+            "template_id": t.id, "template": t.name, "reasoning": t.reasoning, "hops": t.hops}
+
+
+def _line(record: dict) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+Progress = Callable[[str, int, int], None]
+"""``progress(split, done, total)``, called every few hundred questions."""
+
+
+def build(seed: int = 42, out: Path | None = None, progress: Progress | None = None,
+          sizes: dict[str, int] | None = None) -> Path:
+    """Generate the three splits and write them atomically; returns the directory.
+
+    The files appear together: they are written beside their final names and renamed only
+    after every question of every split has been executed on both engines, so a failed or
+    interrupted build leaves an earlier dataset untouched.
+
+    :param sizes: split sizes (default :data:`SPLIT_SIZES`); smaller sizes are for tests.
+    :raises EngineDisagreement: if the engines disagree on any gold program.
+    """
+    out = paths.dataset_dir(seed) if out is None else Path(out)
+    sizes = dict(SPLIT_SIZES if sizes is None else sizes)
+    for split in sizes:
+        _check_split(split)
+    engines = GoldEngines(seed)
+    kb = engines.kb
+    manifest = {"format_version": FORMAT_VERSION, "seed": seed, "templates_sha256": templates_digest(),
+                "splits": {}}
+    with ExitStack() as stack:
+        # The manifest is entered first so that it is renamed last: a complete manifest
+        # means complete split files.
+        manifest_tmp = stack.enter_context(paths.atomic_path(out / "manifest.json"))
+        for split in SPLITS:
+            if split not in sizes:
+                continue
+            tmp = stack.enter_context(paths.atomic_path(out / f"{split}.jsonl"))
+            manifest["splits"][split] = _write_split(tmp, split, kb, engines, seed, sizes[split], progress)
+        manifest_tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return out
+
+
+def _write_split(path: Path, split: str, kb: KBEntities, engines: "GoldEngines", seed: int,
+                 size: int, progress: Progress | None) -> dict:
+    drafts = sample_split(kb, split, seed, size)
+    rng = random.Random(f"synkqa-{seed}-{split}-choices")
+    digest = hashlib.sha256()
+    n_bytes = 0
+    with open(path, "wb") as fh:
+        for i, draft in enumerate(drafts):
+            program, sparql, answer = engines.run(draft)
+            line = _line(_record(draft, program, sparql, answer.canonical(), make_choices(answer, kb, rng)))
+            fh.write(line)
+            digest.update(line)
+            n_bytes += len(line)
+            if progress is not None and (i % 500 == 499 or i == size - 1):
+                progress(split, i + 1, size)
+    return {"file": f"{split}.jsonl", "questions": size, "bytes": n_bytes, "sha256": digest.hexdigest()}
+
+
+def _manifest_ok(directory: Path, seed: int) -> bool:
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if (manifest.get("format_version") != FORMAT_VERSION or manifest.get("seed") != seed
+            or manifest.get("templates_sha256") != templates_digest()
+            or set(manifest.get("splits", {})) != set(SPLITS)):
+        return False
+    for split, info in manifest["splits"].items():
+        if info.get("questions") != SPLIT_SIZES[split]:
+            return False
+        file = directory / info["file"]
+        if not file.is_file() or file.stat().st_size != info["bytes"]:
+            return False
+    return True
+
+
+@contextmanager
+def progress_bar(console=None) -> Iterator[Progress]:
+    """A rich progress bar (one row per split, on stderr) as a :data:`Progress` callback."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress as RichProgress,
+                               TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+
+    console = console or Console(stderr=True)
+    columns = (TextColumn("[bold]{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with RichProgress(*columns, console=console) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(split: str, done: int, total: int) -> None:
+            if split not in tasks:
+                tasks[split] = bar.add_task(split, total=total)
+            bar.update(tasks[split], completed=done)
+
+        yield update
+
+
+def ensure_dataset(seed: int = 42, show_progress: bool = True) -> Path:
+    """Directory of the full dataset for ``seed``, building it on first use (or when stale).
+
+    Other commands call this; a build shows a progress bar on stderr unless
+    ``show_progress`` is false.
+    """
+    directory = paths.dataset_dir(seed)
+    if not _manifest_ok(directory, seed):
+        if show_progress:
+            with progress_bar() as update:
+                build(seed, directory, progress=update)
+        else:
+            build(seed, directory)
+    return directory
+
+
+def iter_split(split: str, seed: int = 42, directory: Path | None = None) -> Iterator[dict]:
+    """Records of one split, in file order (builds the dataset on first use)."""
+    _check_split(split)
+    directory = ensure_dataset(seed) if directory is None else Path(directory)
+    path = directory / f"{split}.jsonl"
+    if not path.is_file():
+        raise DatasetError(f"no {split} split at {path}")
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            try:
+                yield json.loads(line)
+            except ValueError as exc:
+                raise DatasetError(f"{path}:{number}: not a JSON record ({exc})") from None
+
+
+def load_split(split: str, seed: int = 42, directory: Path | None = None) -> list[dict]:
+    """All records of ``split`` (``train``, ``validation`` or ``test``) as dicts.
+
+    :raises DatasetError: for an unknown split name (with a suggestion) or an unreadable file.
+    """
+    return list(iter_split(split, seed, directory))
+
+
+# ---- statistics (Table II) -----------------------------------------------------------------
+
+def split_stats(records: Iterable[dict]) -> dict:
+    """Table II columns for one split plus the per-template counts."""
+    words, steps, answers, per_template = [], [], set(), Counter()
+    for r in records:
+        words.append(word_count(r["question"]))
+        steps.append(r["kopl"].count(";") + 1)
+        answers.add(r["answer"])
+        per_template[r["template_id"]] += 1
+    n = len(words)
+    return {
+        "questions": n,
+        "avg_words": statistics.fmean(words) if n else 0.0,
+        "std_words": statistics.pstdev(words) if n else 0.0,
+        "avg_steps": statistics.fmean(steps) if n else 0.0,
+        "unique_answers": len(answers),
+        "templates": {t.id: per_template.get(t.id, 0) for t in templates()},
+    }
+
+
+def dataset_stats(seed: int = 42, directory: Path | None = None) -> dict:
+    """Table II and per-template counts for every split, beside the paper's numbers."""
+    ours = {split: split_stats(iter_split(split, seed, directory)) for split in SPLITS}
+    return {
+        "seed": seed,
+        "splits": ours,
+        "paper": PAPER_TABLE_II,
+        "templates": [
+            {"id": t.id, "name": t.name, "weight": t.weight,
+             **{split: ours[split]["templates"][t.id] for split in SPLITS},
+             **{f"{split}_expected": round(t.weight * ours[split]["questions"], 1) for split in SPLITS},
+             "test_paper": PAPER_TEST_TEMPLATE_COUNTS[t.id]}
+            for t in templates()],
+    }

@@ -1,0 +1,143 @@
+"""Fuzzing the front end: whatever text comes in, parse + check raise only ProgramError.
+
+Garbage strings, near-programs built from the language's own characters, and random
+mutations of valid programs. Every error must also be well-formed: a span inside the
+source, a step number inside the program, and a printable message.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kopl2sparql.errors import ProgramError
+from kopl2sparql.kqapro import from_kqapro, to_kqapro
+from kopl2sparql.program import OPERATORS, Program
+from kopl2sparql.syntax import parse
+from kopl2sparql.typecheck import check
+from tests.test_kqapro import typed_programs
+
+_SETTINGS = settings(max_examples=2000, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+# Characters the grammar cares about, plus whitespace and a few troublemakers.
+_LANGUAGE = "();,_<>=!.-0123456789 \n\tFindRelatQuyNmACopsxgv" + "é\u00a0\x00'\"{}?#|"
+_WORDS = [*OPERATORS, "born_in", "located_in", "population", "birthplace", "Person_00371",
+          "City_0736", "Org_0012", "Country_038", ">", ">=", "!=", "12.5", "-3", ";", "(", ")", ","]
+
+
+def _front_end(text: str) -> None:
+    """Parse and check; any error must be a located ProgramError."""
+    try:
+        program = parse(text)
+        check(program)
+        # Accepted programs are canonical fixed points.
+        again = parse(program.canonical())
+        assert again == program and again.canonical() == program.canonical()
+    except ProgramError as error:
+        _well_formed(error, text)
+
+
+def _well_formed(error: ProgramError, text: str) -> None:
+    assert error.message
+    assert error.source is not None
+    if error.span is not None:
+        start, end = error.span
+        assert 0 <= start <= end <= len(error.source) + 1
+    if error.step is not None:
+        assert error.step >= 1
+    assert str(error).startswith(error.kind)
+
+
+@_SETTINGS
+@given(st.text(max_size=80))
+def test_arbitrary_unicode_text(text):
+    _front_end(text)
+
+
+@_SETTINGS
+@given(st.text(alphabet=_LANGUAGE, max_size=60))
+def test_text_from_the_language_alphabet(text):
+    _front_end(text)
+
+
+@_SETTINGS
+@given(st.lists(st.sampled_from(_WORDS), max_size=25).map("".join))
+def test_sequences_of_language_tokens(text):
+    _front_end(text)
+
+
+@st.composite
+def mutated_programs(draw) -> str:
+    """A valid program's text after a few random character edits."""
+    text = draw(typed_programs(max_budget=4)).canonical()
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["insert", "delete", "replace", "swap", "duplicate"]))
+        i = draw(st.integers(0, len(text)))
+        if kind == "insert":
+            text = text[:i] + draw(st.sampled_from(_LANGUAGE)) + text[i:]
+        elif kind == "delete" and text:
+            text = text[:i] + text[i + 1:]
+        elif kind == "replace" and i < len(text):
+            text = text[:i] + draw(st.sampled_from(_WORDS)) + text[i + 1:]
+        elif kind == "swap":
+            steps = text.split(";")
+            j, k = draw(st.integers(0, len(steps) - 1)), draw(st.integers(0, len(steps) - 1))
+            steps[j], steps[k] = steps[k], steps[j]
+            text = ";".join(steps)
+        elif kind == "duplicate":
+            steps = text.split(";")
+            j = draw(st.integers(0, len(steps) - 1))
+            steps.insert(j, steps[j])
+            text = ";".join(steps)
+    return text
+
+
+@_SETTINGS
+@given(mutated_programs())
+def test_mutations_of_valid_programs(text):
+    _front_end(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(typed_programs(max_budget=4), st.data())
+def test_every_prefix_of_a_valid_program_checks_as_a_prefix(program, data):
+    n = data.draw(st.integers(0, len(program)))
+    checked = check(program.prefix(n), allow_prefix=True)
+    assert len(checked) == n
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["function", "inputs", "dependencies", "x"]), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_JSON)
+def test_from_kqapro_on_arbitrary_json(value):
+    try:
+        check(from_kqapro(value))
+    except ProgramError as error:
+        assert error.message
+
+
+@settings(max_examples=500, deadline=None)
+@given(typed_programs(max_budget=4), st.data())
+def test_from_kqapro_on_mutated_lists(program, data):
+    steps = json.loads(json.dumps(to_kqapro(program)))
+    i = data.draw(st.integers(0, len(steps) - 1))
+    field = data.draw(st.sampled_from(["function", "inputs", "dependencies"]))
+    steps[i][field] = data.draw(st.sampled_from(
+        ["Relate", "SelectAmong", "What", "FindAll", [], ["x"], ["born_in", "forward"],
+         ["population", "largest"], [0], [5], None, 3]))
+    try:
+        result = from_kqapro(steps)
+        check(result)
+    except ProgramError as error:
+        assert error.message
+    else:
+        assert isinstance(result, Program)
