@@ -80,9 +80,14 @@ def _by_bucket(results: dict, key: str, metric: str, paper_rows: dict, paper_ind
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8, ncol=2, loc="lower right")
+    _legend_below(ax)
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
+
+
+def _legend_below(ax) -> None:
+    """Legend under the axes, so it never hides a bar."""
+    ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
 
 
 def figure_3(results: dict, path: Path) -> Path:
@@ -97,44 +102,55 @@ def figure_4(results: dict, path: Path) -> Path:
 
 def figure_5(results: dict, path: Path) -> Path:
     """Error types before and after execution validation (counts; log scale)."""
-    tc, ev = results["systems"]["tc"]["errors"], results["systems"]["ev-tc"]["errors"]
-    labels = [name for name in tc if tc[name] or ev[name] or name in paper.TABLE_VIII]
-    pv = {name: paper.TABLE_VIII.get(name, (None, None)) for name in labels}
+    def counts(errors: dict) -> dict:
+        # The paper's "Correct" is answer-correct; wrong-program right answers are inside it.
+        out = {"Correct (answer)": errors["Correct"] + errors["CorrectAnswerWrongProgram"]}
+        out.update({k: v for k, v in errors.items() if k != "Correct"})
+        return out
+
+    tc = counts(results["systems"]["tc"]["errors"])
+    ev = counts(results["systems"]["ev-tc"]["errors"])
+    reported = {"Correct (answer)": paper.TABLE_VIII["Correct"], "CorrectAnswerWrongProgram": (0, 19),
+                "WrongTemplate": paper.TABLE_VIII["WrongTemplate"], "SpuriousPass": paper.TABLE_VIII["SpuriousPass"]}
+    labels = [name for name in tc if tc[name] or ev[name] or name in reported]
+    pv = {name: reported.get(name, (None, None)) for name in labels}
     series = [("TC (ours)", [tc[n] for n in labels], TC_COLOUR, False),
               ("TC (paper)", [pv[n][0] for n in labels], TC_COLOUR, True),
               ("EV-TC (ours)", [ev[n] for n in labels], EV_COLOUR, False),
               ("EV-TC (paper)", [pv[n][1] for n in labels], EV_COLOUR, True)]
     fig, ax = plt.subplots(figsize=(9, 4.5))
     _grouped_bars(ax, labels, series)
+    for container in ax.containers[0::2]:  # label our bars with their counts
+        ax.bar_label(container, fontsize=7, padding=1)
     ax.set_yscale("symlog", linthresh=10)
     ax.set_ylabel("Questions (symlog scale)")
     ax.set_title("Fig. 5. Error types before and after execution validation")
-    ax.tick_params(axis="x", labelrotation=20)
-    ax.legend(fontsize=8, ncol=2)
+    ax.tick_params(axis="x", labelrotation=12)
+    ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
 
 
 def figure_6(results: dict, path: Path) -> Path:
-    """Top-k ablation: accuracy and EM against k, ours and the paper's."""
+    """Top-k ablation: accuracy (left) and program EM (right) against k, ours and the paper's."""
     ks = [int(k) for k in results["ablation"]]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(ks, [results["ablation"][str(k)]["accuracy"] for k in ks], "o-", color=EV_COLOUR,
-            label="Answer accuracy (ours)")
-    ax.plot(ks, [results["ablation"][str(k)]["program_em"] for k in ks], "s-", color=TC_COLOUR,
-            label="Program EM (ours)")
     pk = sorted(paper.TABLE_IX)
-    ax.plot(pk, [paper.TABLE_IX[k][0] for k in pk], "o--", color=EV_COLOUR, alpha=0.6, mfc="white",
-            label="Answer accuracy (paper)")
-    ax.plot(pk, [paper.TABLE_IX[k][1] for k in pk], "s--", color=TC_COLOUR, alpha=0.6, mfc="white",
-            label="Program EM (paper)")
-    ax.set_xticks(sorted(set(ks) | set(pk)))
-    ax.set_ylim(0, 105)
-    ax.set_xlabel("k (candidates executed at most)")
-    ax.set_ylabel("Percent")
-    ax.set_title("Fig. 6. EV-TC top-k ablation")
-    ax.legend(fontsize=8, loc="lower right")
-    ax.grid(alpha=0.3)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, metric, index, label in ((axes[0], "accuracy", 0, "Answer accuracy (%)"),
+                                     (axes[1], "program_em", 1, "Program EM (%)")):
+        ours = [results["ablation"][str(k)][metric] for k in ks]
+        ax.plot(ks, ours, "o-", color=EV_COLOUR, label="EV-TC (ours)")
+        ax.plot(pk, [paper.TABLE_IX[k][index] for k in pk], "s--", color=TC_COLOUR, mfc="white",
+                label="EV-TC (paper)")
+        for k, v in zip(ks, ours):
+            ax.annotate(f"{v:.2f}", (k, v), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=7)
+        ax.set_xticks(sorted(set(ks) | set(pk)))
+        ax.set_ylim(0, 108)
+        ax.set_xlabel("k (candidates validated at most)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle("Fig. 6. EV-TC top-k ablation (k=1 is TC)")
     return _save(fig, path)
 
 

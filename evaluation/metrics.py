@@ -56,26 +56,33 @@ def program_match(record: Record, prediction: Prediction) -> bool:
             and normalise_program(prediction.program) == normalise_program(record["kopl"]))
 
 
+def _flags(records: Sequence[Record], predictions: Sequence[Prediction]) -> tuple[list[bool], list[bool]]:
+    _check(records, predictions)
+    return ([answer_correct(r, p) for r, p in zip(records, predictions)],
+            [program_match(r, p) for r, p in zip(records, predictions)])
+
+
+def _score(correct: Sequence[bool], exact: Sequence[bool]) -> dict[str, float | int]:
+    n, c, e = len(correct), sum(correct), sum(exact)
+    return {"n": n, "correct": c, "exact": e, "accuracy": _pct(c, n), "program_em": _pct(e, n)}
+
+
 def score(records: Sequence[Record], predictions: Sequence[Prediction]) -> dict[str, float | int]:
     """``{"n", "correct", "exact", "accuracy", "program_em"}`` (percentages)."""
-    _check(records, predictions)
-    correct = sum(answer_correct(r, p) for r, p in zip(records, predictions))
-    exact = sum(program_match(r, p) for r, p in zip(records, predictions))
-    n = len(records)
-    return {"n": n, "correct": correct, "exact": exact,
-            "accuracy": _pct(correct, n), "program_em": _pct(exact, n)}
+    return _score(*_flags(records, predictions))
 
 
 def breakdown(records: Sequence[Record], predictions: Sequence[Prediction],
-              key: str | Callable[[Record], Any]) -> dict[Any, dict[str, float | int]]:
+              key: str | Callable[[Record], Any],
+              flags: tuple[list[bool], list[bool]] | None = None) -> dict[Any, dict[str, float | int]]:
     """:func:`score` per value of ``key`` (a record field such as ``hops``, ``reasoning``,
     ``template_id``, or a function of the record), keys sorted."""
-    _check(records, predictions)
+    correct, exact = flags if flags is not None else _flags(records, predictions)
     get = key if callable(key) else (lambda r: r[key])
     groups: dict[Any, list[int]] = {}
     for i, record in enumerate(records):
         groups.setdefault(get(record), []).append(i)
-    return {value: score([records[i] for i in idx], [predictions[i] for i in idx])
+    return {value: _score([correct[i] for i in idx], [exact[i] for i in idx])
             for value, idx in sorted(groups.items(), key=lambda kv: kv[0])}
 
 
@@ -147,6 +154,16 @@ def mean_executions(predictions: Sequence[Prediction]) -> float:
     return sum(p.executions for p in predictions) / len(predictions) if predictions else 0.0
 
 
+def mean_examined(predictions: Sequence[Prediction]) -> float:
+    """Average number of candidates EV-TC looked at per question, up to and including the
+    selected one (unfillable candidates included, though they are never executed). This is
+    the paper's "executed candidates" count: its 2.47 is exactly its mean selected rank."""
+    if not predictions:
+        return 0.0
+    return sum(sum(1 for c in p.candidates if c.outcome != "not-examined") if p.candidates else 1
+               for p in predictions) / len(predictions)
+
+
 def outcome_counts(predictions: Sequence[Prediction]) -> dict[str, int]:
     """Validation outcomes over all candidates of all questions (EV-TC), sorted by name."""
     counts = Counter(c.outcome for p in predictions for c in p.candidates)
@@ -164,11 +181,12 @@ def confusions(records: Sequence[Record], predictions: Sequence[Prediction]) -> 
 
 def evaluate(records: Sequence[Record], predictions: Sequence[Prediction]) -> dict[str, Any]:
     """Everything the tables need about one system's predictions, as plain data."""
+    flags = _flags(records, predictions)
     result: dict[str, Any] = {
-        "overall": score(records, predictions),
-        "by_hops": breakdown(records, predictions, "hops"),
-        "by_reasoning": breakdown(records, predictions, "reasoning"),
-        "by_template": breakdown(records, predictions, "template_id"),
+        "overall": _score(*flags),
+        "by_hops": breakdown(records, predictions, "hops", flags),
+        "by_reasoning": breakdown(records, predictions, "reasoning", flags),
+        "by_template": breakdown(records, predictions, "template_id", flags),
         "errors": error_counts(records, predictions),
         "confusions": confusions(records, predictions),
         "mean_executions": mean_executions(predictions),
@@ -176,5 +194,6 @@ def evaluate(records: Sequence[Record], predictions: Sequence[Prediction]) -> di
     if any(p.candidates for p in predictions):
         k = max(len(p.candidates) for p in predictions)
         result["selected_ranks"] = selected_ranks(predictions, k)
+        result["mean_examined"] = mean_examined(predictions)
         result["outcomes"] = outcome_counts(predictions)
     return result

@@ -30,31 +30,37 @@ class Table:
     columns: list[str]
     rows: list[list[Any]]
     notes: list[str] = field(default_factory=list)
+    digits: int = 2
 
     def markdown(self) -> str:
         """GitHub Markdown: title, the table, then the notes."""
         lines = [f"### Table {self.number}. {self.title}", "",
                  "| " + " | ".join(self.columns) + " |",
-                 "|" + "|".join("---" if i == 0 else "---:" for i in range(len(self.columns))) + "|"]
+                 "|" + "|".join("---:" if self._numeric(i) else "---" for i in range(len(self.columns))) + "|"]
         for row in self.rows:
-            lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+            lines.append("| " + " | ".join(_cell(v, self.digits) for v in row) + " |")
         if self.notes:
             lines.append("")
             lines.extend(f"- {note}" for note in self.notes)
         return "\n".join(lines) + "\n"
+
+    def _numeric(self, column: int) -> bool:
+        """Right-align a column whose cells are all numbers (or empty)."""
+        cells = [row[column] for row in self.rows if row[column] is not None]
+        return bool(cells) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells)
 
     def to_json(self) -> dict[str, Any]:
         return {"table": self.number, "title": self.title, "columns": self.columns,
                 "rows": [[_json_value(v) for v in row] for row in self.rows], "notes": self.notes}
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, digits: int = 2) -> str:
     if value is None:
         return DASH
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return f"{value:.{digits}f}"
     return str(value).replace("|", "\\|")
 
 
@@ -62,12 +68,12 @@ def _json_value(value: Any) -> Any:
     return round(value, 4) if isinstance(value, float) else value
 
 
-def _seeded(results: dict, system: str, metric: str, fallback: float) -> str | float:
-    """``mean ± std`` over seeds when there are several, else the single value."""
-    summary = results.get("seed_summary", {}).get(system, {}).get(metric)
-    if summary and len(results["config"]["seeds"]) > 1:
-        return f"{summary['mean']:.2f} ± {summary['std']:.2f}"
-    return fallback
+def _seed_std(results: dict, system: str) -> str | None:
+    """``std acc / std EM`` over seeds when there are several seeds, else ``None``."""
+    summary = results.get("seed_summary", {}).get(system)
+    if not summary or len(results["config"]["seeds"]) < 2:
+        return None
+    return f"{summary['accuracy']['std']:.2f} / {summary['program_em']['std']:.2f}"
 
 
 # ---- the tables ------------------------------------------------------------------------
@@ -142,18 +148,19 @@ def table_iv(results: dict) -> Table:
 
 def table_v(results: dict) -> Table:
     rows = []
+    summary = results.get("seed_summary", {})
     for name, m in results["systems"].items():
         spec = registry.get_spec(name)
         p = paper.TABLE_V.get(name, (None, None))
-        acc = _seeded(results, name, "accuracy", m["overall"]["accuracy"])
-        em = _seeded(results, name, "program_em", m["overall"]["program_em"])
-        rows.append([spec.title, acc, p[0], em, p[1]])
+        acc = summary[name]["accuracy"]["mean"] if name in summary else m["overall"]["accuracy"]
+        em = summary[name]["program_em"]["mean"] if name in summary else m["overall"]["program_em"]
+        rows.append([spec.title, acc, p[0], em, p[1], _seed_std(results, name)])
     notes = [f"Test split, N = {next(iter(results['systems'].values()))['overall']['n']}."]
-    if len(results["config"]["seeds"]) > 1 and "seed_summary" in results:
-        notes.append(f"TC and EV-TC: mean ± std over seeds {results['config']['seeds']} "
-                     "(population std, as the paper reports 0.00 for identical runs).")
+    if len(results["config"]["seeds"]) > 1 and summary:
+        notes.append(f"TC and EV-TC: mean over seeds {results['config']['seeds']}, with the population "
+                     "std of accuracy / EM (the paper reports 0.00: its three runs were identical).")
     return Table("table_v", "V", "Overall test performance (percent)",
-                 ["Model", "Answer accuracy", "Paper", "Program EM", "Paper"], rows, notes)
+                 ["Model", "Answer accuracy", "Paper", "Program EM", "Paper", "Seed std"], rows, notes)
 
 
 def _bucket_table(results: dict, key: str, paper_rows: dict, label: str, number: str, title: str,
@@ -209,10 +216,15 @@ def table_ix(results: dict) -> Table:
     rows = []
     for k, m in results["ablation"].items():
         p = paper.TABLE_IX.get(int(k), (None, None))
-        rows.append([int(k), m["accuracy"], p[0], m["program_em"], p[1], m["mean_executions"]])
+        rows.append([int(k), m["accuracy"], p[0], m["program_em"], p[1], m["mean_examined"],
+                     paper.TABLE_X["mean_executions"] if int(k) == 5 else None, m["mean_executions"]])
     return Table("table_ix", "IX", "EV-TC top-k ablation on the test set (percent)",
-                 ["k", "Answer accuracy", "Paper", "Program EM", "Paper", "Avg executions"], rows,
-                 ["k=1 is TC (validation cannot change a single candidate; the fallback is rank 1)."])
+                 ["k", "Answer accuracy", "Paper", "Program EM", "Paper", "Candidates examined", "Paper",
+                  "Programs executed"], rows,
+                 ["k=1 is TC (validation cannot change a single candidate; the fallback is rank 1).",
+                  "Candidates examined counts every candidate up to the selected one, as the paper's "
+                  "'executed candidates' does; programs executed leaves out unfillable candidates, "
+                  "which never reach the store."])
 
 
 def table_x(results: dict) -> Table:
@@ -222,8 +234,9 @@ def table_x(results: dict) -> Table:
     for r, count in ev["selected_ranks"].items():
         label = "No candidate passed (fallback)" if r == "fallback" else f"Selected rank = {r}"
         rows.append([label, count, paper.TABLE_X["selected_ranks"].get(r, 0 if r == "fallback" else None)])
-    rows.append([f"Avg executed candidates (k={results['config']['k']})", ev["mean_executions"],
+    rows.append([f"Avg candidates examined (k={results['config']['k']})", ev["mean_examined"],
                  paper.TABLE_X["mean_executions"]])
+    rows.append(["Avg programs executed (unfillable skipped)", ev["mean_executions"], None])
     for r in range(1, results["config"]["k"] + 1):
         rows.append([f"Gold template at rank {r}", ranks["histogram"][str(r)], paper.GOLD_RANKS.get(str(r))])
     deeper = sum(v for key, v in ranks["histogram"].items()
@@ -281,14 +294,15 @@ def runtime_table(results: dict) -> Table | None:
             ["  ranking (TF-IDF + classifier)", rt["ev-tc"]["rank_ms_per_question"], None],
             ["  slot filling + execution + validation", rt["ev-tc"]["exec_ms_per_question"], None],
             ["EV-TC / TC", rt["ratio"], p["ev_tc_ms_per_question"] / p["tc_ms_per_question"]],
-            ["Executions per question, TC", rt["tc"]["executions_per_question"], 1.0],
-            ["Executions per question, EV-TC", rt["ev-tc"]["executions_per_question"], p["mean_executions"]]]
+            ["Programs executed per question, TC", rt["tc"]["executions_per_question"], None],
+            ["Programs executed per question, EV-TC", rt["ev-tc"]["executions_per_question"], None]]
     return Table("runtime", "X (runtime)", "Per-question runtime on CPU (varies between runs)",
                  ["Item", "Ours", "Paper"], rows,
                  [f"{rt['questions']} test questions, executor: {rt['backend']}, no memo; both systems "
                   "timed back to back in the same process after a warm-up, from question text to answer.",
                   "The paper's executor is a Python dict interpreter; ours runs each program as one "
-                  "SPARQL query on the embedded Oxigraph store (parse, type check, compile, query)."])
+                  "SPARQL query on the embedded Oxigraph store (parse, type check, compile, query)."],
+                 digits=3)
 
 
 def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
@@ -388,8 +402,10 @@ def summary_markdown(results: dict, tables: list[Table], files: list[Path]) -> s
         detail = "; ".join(f"{c['count']} {_template_name(c['gold'])} questions answered by "
                            f"{_template_name(c['predicted'])} ({c['error']})" for c in spurious[:6])
         bullets.append(
-            f"**EV-TC (Tables V, VIII).** Ours {ev['overall']['accuracy']:.2f} % / {ev['overall']['program_em']:.2f} % "
-            f"with {ev['mean_executions']:.2f} executions per question (paper 98.85 / 98.66, 2.47). "
+            f"**EV-TC (Tables V, VIII, X).** Ours {ev['overall']['accuracy']:.2f} % / {ev['overall']['program_em']:.2f} % "
+            f"examining {ev['mean_examined']:.2f} candidates per question (paper 98.85 / 98.66, 2.47, which is "
+            f"exactly its mean selected rank), of which {ev['mean_executions']:.2f} are executed: a candidate "
+            "template the question cannot fill never reaches the store. "
             f"Spurious passes: {errs['SpuriousPass']} (paper 115, all BirthCountry); right answer from a "
             f"wrong program: {errs['CorrectAnswerWrongProgram']} (paper 19); no candidate passed: "
             f"{errs['NoCandidatePassed']}. " + (f"Where: {detail}. " if detail else "")
@@ -411,9 +427,10 @@ def summary_markdown(results: dict, tables: list[Table], files: list[Path]) -> s
     if base:
         bullets.append(
             f"**Baselines (Table V), accuracy / EM.** {'; '.join(base)}. RandomChoice is chance (10 %) "
-            "up to sampling noise. MajorityTemplate predicts BirthCountry, the most frequent template "
-            "(weight 0.15) in both studies, so its EM is BirthCountry's share of the test split and its "
-            "accuracy a little higher, from questions whose answer the BirthCountry program happens to give. "
+            "up to sampling noise. MajorityTemplate predicts the most frequent training template "
+            f"(ours: {results.get('majority_template', '?')}; the paper's must be BirthCountry, weight 0.15, "
+            "as its EM of 15.02 is BirthCountry's 1502/10000 test share); its accuracy is a little above its "
+            "EM because some other questions share the majority program's answer. "
             "PrototypeRetrieval depends on the paraphrases as TC does.")
 
     if "seeds" in results:

@@ -17,10 +17,13 @@ VerifyRel(r, e)     ``ASK { ... ?x sk:r ske:e . }``
 The native interpreter raises errors SPARQL cannot express: an unknown entity, and
 ``QueryAttr`` on anything but exactly one entity having the attribute. So that both
 engines raise the same errors, a compiled query carries *guards* the executor checks first:
-:class:`EntityGuard` (the entity exists) for every entity a program names, and
-:class:`SingletonGuard` (a COUNT query) for each ``QueryAttr`` whose operand is not
-statically one entity of the attribute's class. A final ``QueryAttr`` needs no guard: its
-SELECT returns the operand's members and the executor checks them (:class:`AttrCheck`).
+:class:`EntityGuard` (the entity exists) for every entity a program names,
+:class:`AttributeGuard` (the entity has the attribute) for ``QueryAttr`` directly on a
+``Find``, and :class:`SingletonGuard` (a COUNT query) for each ``QueryAttr`` whose operand
+is not statically one entity. The first two are facts about the KB, checked in one batched
+query and remembered by the executor; so the nine templates cost one query once their
+entities are known. A final ``QueryAttr`` needs no guard: its SELECT returns the operand's
+members and the executor checks them (:class:`AttrCheck`).
 
 Every name that enters a query is validated: entity names must match ``[A-Za-z0-9_]+``,
 relations and attributes must be names of the ontology, comparators one of six symbols,
@@ -30,28 +33,23 @@ numbers plain decimal literals (re-rendered canonically). A program cannot injec
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
 from typing import Literal, Union
 
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ProgramError, ProgramTypeError, unknown_name_message
-from kopl2sparql.interpreter import parse_number
+from kopl2sparql.interpreter import VALUE_WORDS, parse_number
 from kopl2sparql.program import COMPARATORS, OPERATORS, Program, Step, ValueType
+from kopl2sparql.typecheck import entity_class
 from ontology import ENTITY_NS, NS, schema
 
 QueryForm = Literal["select-entities", "select-number", "ask"]
 
 PREFIX_LINES = f"PREFIX sk: <{NS}>\nPREFIX ske: <{ENTITY_NS}>\n"
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")
-CLASS_OF_PREFIX = {"Person": "Person", "City": "City", "Country": "Country", "Org": "Organization"}
 _VAR_BASE = {"Person": "person", "City": "city", "Country": "country", "Organization": "org"}
-
-
-def entity_class(name: str) -> str | None:
-    """Class of a canonical entity name from its prefix (``Org_0001`` -> ``Organization``)."""
-    return CLASS_OF_PREFIX.get(name.split("_", 1)[0]) if "_" in name else None
 
 
 # ---- the compiled query ------------------------------------------------------------------
@@ -62,6 +60,15 @@ class EntityGuard:
 
     step: int
     name: str
+
+
+@dataclass(frozen=True)
+class AttributeGuard:
+    """The entity ``name`` must have a value of ``attribute`` (QueryAttr at ``step`` on Find)."""
+
+    step: int
+    name: str
+    attribute: str
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ class SingletonGuard:
     sparql: str
 
 
-Guard = Union[EntityGuard, SingletonGuard]
+Guard = Union[EntityGuard, AttributeGuard, SingletonGuard]
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,19 @@ class CompiledQuery:
     guards: tuple[Guard, ...] = ()
     check: AttrCheck | None = None
     steps: int = 0
+
+    def describe_guards(self) -> str:
+        """One line for the checks made before the query, e.g.
+        ``entity City_0880 @1, value City_0880.population @2, singleton height_cm @3``."""
+        parts = []
+        for g in self.guards:
+            if isinstance(g, EntityGuard):
+                parts.append(f"entity {g.name} @{g.step}")
+            elif isinstance(g, AttributeGuard):
+                parts.append(f"value {g.name}.{g.attribute} @{g.step}")
+            else:
+                parts.append(f"singleton {g.attribute} @{g.step}")
+        return ", ".join(parts)
 
     def entity_names(self) -> tuple[str, ...]:
         """Entities whose existence the executor must confirm, in step order."""
@@ -303,7 +323,8 @@ class _Renderer:
         head = "SELECT " + ("DISTINCT " if sel.distinct else "") + " ".join(items) + " WHERE {"
         lines = [ind + head, *self.patterns(sel.where, ind + "  "), ind + "}"]
         if sel.order:
-            keys = [f"{'DESC' if desc else 'ASC'}({self.var(v)})" if k == 0 else self.var(v)
+            # The first key is explicit (DESC/ASC); the tie-breaker is written bare: ?city.
+            keys = [f"DESC({self.var(v)})" if desc else f"ASC({self.var(v)})" if k == 0 else self.var(v)
                     for k, (v, desc) in enumerate(sel.order)]
             lines.append(ind + "ORDER BY " + " ".join(keys))
         if sel.limit is not None:
@@ -450,11 +471,11 @@ class _Compiler:
 
     def pop(self, stack: list, want: ValueType, step: Step, i: int):
         if not stack:
-            self.fail(f"{step.op} needs a {want.value} value but the stack is empty", step, i)
+            self.fail(f"{step.op} needs {VALUE_WORDS[want]} but the stack is empty", step, i)
         frag = stack.pop()
         got = _FRAG_TYPE[type(frag)]
         if got is not want:
-            self.fail(f"{step.op} needs a {want.value} value, got {got.value}", step, i)
+            self.fail(f"{step.op} needs {VALUE_WORDS[want]}, got {VALUE_WORDS[got]}", step, i)
         return frag
 
     # -- the stack machine ---------------------------------------------------------------
@@ -469,6 +490,8 @@ class _Compiler:
                 self.fail(unknown_name_message("function", step.op, OPERATORS), step, i)
             if len(step.args) != len(op.args):
                 self.fail(f"{step.op} takes {len(op.args)} argument(s), got {len(step.args)}", step, i)
+            if not all(isinstance(a, str) for a in step.args):
+                self.fail(f"{step.op}: arguments must be text, got {step.args!r}", step, i)
             stack.append(getattr(self, "op_" + step.op)(step, stack, i))
         return stack
 
@@ -504,7 +527,10 @@ class _Compiler:
         info = self.attribute(step.args[0], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
         value = Var(info.name)
-        if not (a.card is Card.ONE and a.classes == {info.domain}):
+        if a.card is Card.ONE and isinstance(a.term, Entity):
+            # Without this, ASK would answer "no" for an entity lacking the value.
+            self.guards.append(AttributeGuard(i, a.term.name, info.name))
+        else:
             patterns, var = _as_var(a)
             probe = Var(info.name)
             sel = Select((Agg("COUNT", var, Var("members"), distinct=True),
@@ -612,7 +638,7 @@ class _Compiler:
             return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), steps=n)
         operand, attribute, step = top.attr
         # The last QueryAttr is checked on its own rows, not by a guard query.
-        guards = [g for g in guards if not (isinstance(g, SingletonGuard) and g.step == step)]
+        guards = [g for g in guards if not (isinstance(g, (SingletonGuard, AttributeGuard)) and g.step == step)]
         if operand.card is Card.ONE and isinstance(operand.term, Entity):
             sel = Select((top.var,), top.patterns)
             text, r = render_select(sel)
@@ -627,7 +653,7 @@ class _Compiler:
 
     @staticmethod
     def _ordered(guards: list[Guard]) -> tuple[Guard, ...]:
-        return tuple(sorted(guards, key=lambda g: (g.step, isinstance(g, SingletonGuard))))
+        return tuple(sorted(guards, key=lambda g: g.step))
 
 
 @lru_cache(maxsize=65536)
@@ -645,6 +671,10 @@ def compile_program(program: Program) -> CompiledQuery:
         unknown function, relation, attribute or comparator, or a malformed entity/number.
     """
     try:
+        hash(program.steps)
+    except TypeError:                      # e.g. a list as an argument of a hand-built Step
+        raise ProgramTypeError(f"program steps must hold text arguments: {program.steps!r}") from None
+    try:
         return _compile_steps(program.steps)
     except ProgramError as exc:
         if exc.source is None:
@@ -652,5 +682,5 @@ def compile_program(program: Program) -> CompiledQuery:
         raise
 
 
-__all__ = ["compile_program", "CompiledQuery", "EntityGuard", "SingletonGuard", "AttrCheck", "Guard",
-           "entity_class", "PREFIX_LINES"]
+__all__ = ["compile_program", "CompiledQuery", "EntityGuard", "AttributeGuard", "SingletonGuard", "AttrCheck", "Guard",
+           "PREFIX_LINES"]

@@ -29,6 +29,7 @@ from kopl2sparql.answer import Answer
 from kopl2sparql.errors import ExecutionError, ProgramTypeError, unknown_name_message
 from kopl2sparql.kbindex import EMPTY, KBIndex
 from kopl2sparql.program import COMPARATORS, OPERATORS, Program, Step, ValueType
+from ontology import schema
 
 COMPARE = {">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
            "=": operator.eq, "!=": operator.ne}
@@ -74,9 +75,14 @@ def to_answer(value: Any) -> Answer:
         return Answer("entities", tuple(sorted(value)))
     if isinstance(value, Names):
         return Answer("entities", tuple(value))
+    if type(value) is int:
+        return Answer("number", (str(value),))    # already canonical; format_number costs µs
     return Answer.number(value)
 
 
+VALUE_WORDS = {ValueType.ENTITIES: "an entity set", ValueType.NAMES: "entity names (QueryName's output)",
+               ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value"}
+_ARITY = {name: len(op.args) for name, op in OPERATORS.items()}
 _KIND = {frozenset: ValueType.ENTITIES, Names: ValueType.NAMES, bool: ValueType.BOOL,
          int: ValueType.NUMBER, Decimal: ValueType.NUMBER}
 
@@ -97,6 +103,11 @@ class Interpreter:
         self._forward = index.forward
         self._inverse = index.inverse
         self._values = index.values
+        # Labels and altLabels, for "did you mean" (the index itself only knows names).
+        sch = schema()
+        self._words = {table: {w: name for name, info in getattr(sch, table).items()
+                               for w in (info.label, *info.alt_labels)}
+                       for table in ("relations", "attributes")}
         self._handlers = {
             "Find": self._find, "Relate": self._relate, "RelateInv": self._relate_inv,
             "QueryName": self._query_name, "QueryAttr": self._query_attr, "Count": self._count,
@@ -140,13 +151,14 @@ class Interpreter:
             raise ProgramTypeError("empty program", source=program.source)
         stack: list = []
         handlers = self._handlers
+        arity = _ARITY
         for i, step in enumerate(steps, 1):
             handler = handlers.get(step.op)
             if handler is None:
                 raise ProgramTypeError(
                     unknown_name_message("function", step.op, OPERATORS), source=program.source,
                     span=step.span, step=i)
-            if len(step.args) != len(OPERATORS[step.op].args):
+            if len(step.args) != arity[step.op]:
                 raise ProgramTypeError(
                     f"{step.op} takes {len(OPERATORS[step.op].args)} argument(s), got {len(step.args)}",
                     source=program.source, span=step.span, step=i)
@@ -157,12 +169,12 @@ class Interpreter:
 
     def _pop(self, stack: list, want: ValueType, step: Step, i: int):
         if not stack:
-            raise ProgramTypeError(f"{step.op} needs a {want.value} value but the stack is empty",
+            raise ProgramTypeError(f"{step.op} needs {VALUE_WORDS[want]} but the stack is empty",
                                    span=step.span, step=i)
         value = stack.pop()
         got = _KIND.get(type(value))
         if got is not want:
-            raise ProgramTypeError(f"{step.op} needs a {want.value} value, got {got.value if got else type(value).__name__}",
+            raise ProgramTypeError(f"{step.op} needs {VALUE_WORDS[want]}, got {VALUE_WORDS.get(got, 'something else')}",
                                    span=step.span, step=i)
         return value
 
@@ -175,14 +187,15 @@ class Interpreter:
         rel = step.args[0]
         adjacency = table.get(rel)
         if adjacency is None:
-            raise ProgramTypeError(unknown_name_message("relation", rel, table), span=step.span, step=i)
+            raise ProgramTypeError(unknown_name_message("relation", rel, table, self._words["relations"]),
+                                   span=step.span, step=i)
         return adjacency
 
     def _attribute(self, step: Step, i: int) -> tuple[str, dict]:
         attr = step.args[0]
         values = self._values.get(attr)
         if values is None:
-            raise ProgramTypeError(unknown_name_message("attribute", attr, self._values),
+            raise ProgramTypeError(unknown_name_message("attribute", attr, self._values, self._words["attributes"]),
                                    span=step.span, step=i)
         return attr, values
 

@@ -57,8 +57,10 @@ supported.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
+from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ProgramError, ProgramSyntaxError, ProgramTypeError
 from kopl2sparql.program import OPERATORS, Program, Step
 
@@ -70,6 +72,7 @@ KQAPRO_OPS = ("=", "!=", "<", ">")
 EXTENSION_FUNCTIONS = ("Compare", "VerifyRel", "Diff", "Argmax", "Argmin")
 """SynKQA-Pro functions written under their own name (plus FilterNum/VerifyNum with >= <=)."""
 
+_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)
 _SIMPLE = {"Find": "Find", "QueryName": "What", "QueryAttr": "QueryAttr", "Count": "Count",
            "And": "And", "Or": "Or"}
 _SIMPLE_BACK = {v: k for k, v in _SIMPLE.items()}
@@ -218,6 +221,13 @@ def from_kqapro(steps: Sequence[Mapping]) -> Program:
     return Program(tuple(out))
 
 
+def _number(text: str) -> str:
+    """Numbers in the canonical form the parser gives (``35000.0`` -> ``35000``), so that a
+    program read from KQA Pro equals the same program parsed from text. Anything else is
+    left for the type checker to refuse with its position."""
+    return format_number(text) if _DECIMAL.fullmatch(text) else text
+
+
 def _steps_for(function: str, inputs: list[str], number: int) -> list[Step]:
     """Our step(s) for one KQA Pro step."""
     def want(n: int, what: str) -> None:
@@ -244,10 +254,10 @@ def _steps_for(function: str, inputs: list[str], number: int) -> list[Step]:
         return [Step(_SELECT_BACK[inputs[1]], (inputs[0],)), Step("QueryName")]
     if function == "FilterNum":
         want(3, "key, value, op")
-        return [Step("FilterNum", (inputs[0], inputs[2], inputs[1]))]
+        return [Step("FilterNum", (inputs[0], inputs[2], _number(inputs[1])))]
     if function == "VerifyNum":
         want(2, "value, op")
-        return [Step("VerifyNum", (inputs[1], inputs[0]))]
+        return [Step("VerifyNum", (inputs[1], _number(inputs[0])))]
     if function in EXTENSION_FUNCTIONS:
         op = OPERATORS[function]
         want(len(op.args), ", ".join(k.value for k in op.args) or "none")

@@ -36,6 +36,7 @@ _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)
 _SPACE = re.compile(r"\s*", re.ASCII)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _COMPARATORS = frozenset(COMPARATORS)
+_WS = " \t\n\r\f\v"  # what ``\s`` means under re.ASCII: the same whitespace everywhere
 _NAME_KINDS = (ArgKind.ENTITY, ArgKind.RELATION, ArgKind.ATTRIBUTE)
 
 _KIND_WORD = {
@@ -116,7 +117,7 @@ def _step(text: str, m: re.Match, number: int) -> Step:
     span = (m.start(1), inner_end + 1)
     if arity == 0:
         return _make_step(name, (), span, ())
-    if arity == 1:
+    if arity == 1 and not numbers:
         return _make_step(name, (fast.group(1),), span, (fast.span(1),))
     args = fast.groups()
     for i in numbers:
@@ -130,16 +131,16 @@ def _slow_step(text: str, m: re.Match, name: str, op, number: int) -> Step:
     inner = m.group(2)
     inner_start = m.start(2)
     close = m.end(2) + 1
-    if not inner or inner.isspace():
+    if not inner.strip(_WS):
         args: tuple[str, ...] = ()
         spans: tuple[tuple[int, int], ...] = ()
     else:
         arg_list, span_list = [], []
         offset = inner_start
         for piece in inner.split(","):
-            stripped = piece.strip()
+            stripped = piece.strip(_WS)
             if stripped:
-                start = offset + len(piece) - len(piece.lstrip())
+                start = offset + len(piece) - len(piece.lstrip(_WS))
                 span_list.append((start, start + len(stripped)))
             else:
                 # An empty argument (``Relate(,x)``): point at where it should be.

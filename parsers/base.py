@@ -54,18 +54,23 @@ class Query:
 
 @dataclass(frozen=True)
 class Execution:
-    """The result of running one program text: an answer, or the reason there is none."""
+    """The result of running one program text: an answer, or the reason there is none.
+
+    ``canonical`` is the answer's canonical string, computed once (validators and metrics
+    compare it many times).
+    """
 
     answer: Answer | None
     error: str | None = None
+    canonical: str | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, answer: Answer) -> "Execution":
+        return cls(answer, None, answer.canonical())
 
     @property
     def ok(self) -> bool:
         return self.error is None
-
-    @property
-    def canonical(self) -> str | None:
-        return None if self.answer is None else self.answer.canonical()
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ class ProgramRunner:
             # A wrong candidate may ask QueryAttr of several entities or name an entity the
             # KB lacks: that is a verdict on the candidate, not a failure of the run.
             return Execution(None, str(exc).splitlines()[0])
-        return Execution(answer)
+        return Execution.of(answer)
 
 
 def as_runner(executor: Executor | ProgramRunner) -> ProgramRunner:

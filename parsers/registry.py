@@ -5,7 +5,7 @@ which trained model it shares (EV-TC reuses TC's), and what it needs at predicti
 (an option set, gold programs). ``best`` names the strongest system that can serve a
 request. New systems are one :func:`register_system` call away; nothing else here changes.
 
-Trained models are cached under ``paths.models_dir()`` with deterministic names: the model
+Trained models are cached under ``paths.models_dir()`` with deterministic names (pickle files): the model
 key, the seed and a fingerprint of the training data, so a changed dataset never reuses a
 stale model.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import joblib
+import pickle
 
 from kopl2sparql.errors import ConfigError, ModelError, unknown_name_message
 from parsers.baselines import MajorityTemplate, Oracle, PrototypeRetrieval, RandomChoice
@@ -110,7 +110,7 @@ def fingerprint(questions: Sequence[str], template_ids: Sequence[int]) -> str:
 
 def model_path(spec: SystemSpec, seed: int, data_fingerprint: str) -> Path:
     """Where the trained model of ``spec`` for ``seed`` and this training set is cached."""
-    return paths.models_dir() / f"{spec.key}-seed{seed}-{data_fingerprint}.joblib"
+    return paths.models_dir() / f"{spec.key}-seed{seed}-{data_fingerprint}.pkl"
 
 
 def train(spec: SystemSpec, seed: int, questions: Sequence[str], template_ids: Sequence[int],
@@ -125,13 +125,14 @@ def train(spec: SystemSpec, seed: int, questions: Sequence[str], template_ids: S
     path = model_path(spec, seed, fingerprint(questions, template_ids))
     if cache and path.exists():
         try:
-            return joblib.load(path), path, True
+            return _load(path), path, True
         except Exception:  # noqa: BLE001 - a corrupt or incompatible pickle is rebuilt
             path.unlink(missing_ok=True)
     model.fit(questions, template_ids)
     if cache:
         with paths.atomic_path(path) as tmp:
-            joblib.dump(model, tmp)
+            with open(tmp, "wb") as handle:
+                pickle.dump(model, handle, protocol=pickle.HIGHEST_PROTOCOL)
     return model, path, False
 
 
@@ -144,7 +145,14 @@ def load(spec: SystemSpec, seed: int, data_fingerprint: str) -> Any:
     if not path.exists():
         raise ModelError(f"no trained model for '{spec.name}' (seed {seed}) at {path}; "
                          f"run: synkqa train --system {spec.name} --seed {seed}")
-    return joblib.load(path)
+    return _load(path)
+
+
+def _load(path: Path) -> Any:
+    # Plain pickle: joblib's unpickler is pure Python and ten times slower on the
+    # vectorizer's vocabulary dict, and these models hold no large arrays.
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
 
 
 def build(spec: SystemSpec, model: Any, **options: Any) -> Any:

@@ -20,9 +20,12 @@ from sklearn.base import BaseEstimator, clone
 from kopl2sparql.errors import ModelError
 from parsers.base import (Candidate, Executor, Prediction, ProgramRunner, Query, as_runner,
                           queries_from)
-from parsers.template import TemplateClassifier, _check_questions, _not_fitted, mentions, instantiate
+from parsers.template import TemplateClassifier, _check_questions, _not_fitted, instantiate
 from parsers.validators import (EXECUTION_ERROR, NOT_EXAMINED, UNFILLABLE, SelectionRule, Trial,
                                 Validator, Verdict, get_selection, get_validator)
+
+
+_UNFILLABLE = Verdict.fail(UNFILLABLE)
 
 
 class ExecutionValidatedParser(BaseEstimator):
@@ -108,19 +111,21 @@ class ExecutionValidatedParser(BaseEstimator):
         """Run the selection loop for one query over its ranked candidates."""
         validator = validator or get_validator(self.validator)
         rule = rule or get_selection(self.selection)
-        found = mentions(query.question)
+        # Plain Python numbers: iterating numpy scalars costs more than the rest of the loop.
+        template_ids = [int(t) for t in template_ids]
+        scores = [float(s) for s in scores]
         seen: list[Trial] = []
 
         def trials() -> Iterator[Trial]:
             for rank, (tid, score) in enumerate(zip(template_ids, scores), start=1):
-                program = instantiate(int(tid), query.question, found)
+                program = instantiate(tid, query.question)
                 if program is None:
-                    trial = Trial(rank, int(tid), float(score), None, None, Verdict.fail(UNFILLABLE))
+                    trial = Trial(rank, tid, score, None, None, _UNFILLABLE)
                 else:
                     execution = runner.run(program)
                     verdict = (validator.check(query, program, execution, runner) if execution.ok
                                else Verdict.fail(EXECUTION_ERROR))
-                    trial = Trial(rank, int(tid), float(score), program, execution, verdict)
+                    trial = Trial(rank, tid, score, program, execution, verdict)
                 seen.append(trial)
                 yield trial
 
@@ -135,7 +140,7 @@ class ExecutionValidatedParser(BaseEstimator):
                       executed=t.execution is not None)
             for t in seen)
         examined = {c.rank for c in candidates}
-        candidates += tuple(Candidate(rank, int(tid), float(score), None, outcome=NOT_EXAMINED)
+        candidates += tuple(Candidate(rank, tid, score, None, outcome=NOT_EXAMINED)
                             for rank, (tid, score) in enumerate(zip(template_ids, scores), start=1)
                             if rank not in examined)
         return Prediction(

@@ -50,6 +50,9 @@ class Verdict:
         return cls(False, reason)
 
 
+_PASSED = Verdict.ok()
+
+
 @dataclass(frozen=True)
 class Trial:
     """One candidate after the parser looked at it (what selection rules choose among).
@@ -88,12 +91,12 @@ class OptionSetValidator:
     needs_choices = True
 
     def check(self, query: Query, program: str, execution: Execution, runner: ProgramRunner) -> Verdict:
-        answer = execution.answer
-        if answer.kind != "bool" and not answer.canonical():
+        text = execution.canonical
+        if not text and execution.answer.kind != "bool":
             return Verdict.fail(EMPTY)
-        if query.choices is None or answer.canonical() not in query.choices:
+        if query.choices is None or text not in query.choices:
             return Verdict.fail(NOT_IN_OPTIONS)
-        return Verdict.ok()
+        return _PASSED
 
     def __repr__(self) -> str:
         return "OptionSetValidator()"
@@ -106,10 +109,9 @@ class NonEmptyValidator:
     needs_choices = False
 
     def check(self, query: Query, program: str, execution: Execution, runner: ProgramRunner) -> Verdict:
-        answer = execution.answer
-        if answer.kind != "bool" and not answer.canonical():
+        if not execution.canonical and execution.answer.kind != "bool":
             return Verdict.fail(EMPTY)
-        return Verdict.ok()
+        return _PASSED
 
     def __repr__(self) -> str:
         return "NonEmptyValidator()"

@@ -12,17 +12,16 @@ entity, ``QueryAttr`` on anything but one entity having the attribute).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
-from kopl2sparql.answer import Answer, format_number
-from kopl2sparql.compiler import CompiledQuery, EntityGuard, SingletonGuard, compile_program
+from kopl2sparql.answer import Answer
+from kopl2sparql.compiler import AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program
 from kopl2sparql.errors import (ConfigError, EngineDisagreement, ExecutionError, ProgramError,
-                                StoreError, SynKQAError, unknown_name_message)
+                                StoreError, unknown_name_message)
 from kopl2sparql.interpreter import Interpreter, TraceStep
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.program import Program
-from ontology import ENTITY_NS
+from ontology import ENTITY_NS, NS, RDF_TYPE
 from store.results import SelectResult
 
 BACKENDS = ("native", "oxigraph")
@@ -95,14 +94,15 @@ class SparqlExecutor:
     """Compiles programs to SPARQL and runs them on ``store``.
 
     ``store`` is anything with ``query(sparql) -> SelectResult | bool``: an
-    :class:`~store.oxigraph.OxigraphStore` or a remote ``EndpointStore``. Entities found to
-    exist are remembered (the KB is read-only), so a known entity costs no extra query.
+    :class:`~store.oxigraph.OxigraphStore` or a remote ``EndpointStore``. Facts the guards
+    establish (an entity exists, an entity has an attribute) are remembered, since the KB is
+    read-only: once its entities are known a template program costs one query.
     """
 
     def __init__(self, store, name: str = "oxigraph"):
         self.store = store
         self.name = name
-        self._known: set[str] = set()
+        self._known: set[tuple[str, str]] = set()     # (entity name, property IRI) found
 
     def execute(self, program: Program) -> Answer:
         typecheck(program)
@@ -121,29 +121,46 @@ class SparqlExecutor:
         return steps
 
     def run_compiled(self, compiled: CompiledQuery) -> Answer:
-        """Check the guards in step order, run the query, decode the result."""
-        missing = self._missing_entity(compiled)
+        """Check the guards in step order, run the query, decode the result.
+
+        Errors come from the earliest failing step, as in the native engine: a missing
+        fact at step k is reported only after the singleton guards of steps before k pass.
+        """
+        missing = self._missing_fact(compiled)
         for guard in compiled.guards:
             if isinstance(guard, SingletonGuard):
                 if missing is not None and guard.step >= missing.step:
                     break
                 self._check_singleton(guard)
-        if missing is not None:
+        if isinstance(missing, EntityGuard):
             raise ExecutionError(f"unknown entity '{missing.name}'", step=missing.step)
+        if isinstance(missing, AttributeGuard):
+            raise ExecutionError(f"{missing.name} has no {missing.attribute}", step=missing.step)
         result = self.store.query(compiled.sparql)
         return decode(compiled, result)
 
-    def _missing_entity(self, compiled: CompiledQuery) -> EntityGuard | None:
-        unknown = [g for g in compiled.guards if isinstance(g, EntityGuard) and g.name not in self._known]
-        if not unknown:
+    def _missing_fact(self, compiled: CompiledQuery) -> EntityGuard | AttributeGuard | None:
+        """The first entity or attribute guard that fails (one query for all unknown facts)."""
+        pending = {}
+        for g in compiled.guards:
+            if isinstance(g, EntityGuard):
+                fact = (g.name, RDF_TYPE)
+            elif isinstance(g, AttributeGuard):
+                fact = (g.name, NS + g.attribute)
+            else:
+                continue
+            if fact not in self._known:
+                pending.setdefault(fact, g)
+        if not pending:
             return None
         # Names were validated by the compiler ([A-Za-z0-9_]+), so they are safe here.
-        values = " ".join("ske:" + g.name for g in unknown)
-        result = self.store.query(f"PREFIX ske: <{ENTITY_NS}>\n"
-                                  f"SELECT DISTINCT ?entity WHERE {{ VALUES ?entity {{ {values} }} ?entity a ?class . }}")
-        found = {_entity_name(iri) for iri in _select(result).column("entity")}
+        rows = " ".join(f"(<{ENTITY_NS}{name}> <{prop}>)" for name, prop in pending)
+        result = self.store.query("SELECT DISTINCT ?entity ?property WHERE {\n"
+                                  f"  VALUES (?entity ?property) {{ {rows} }}\n"
+                                  "  ?entity ?property ?value .\n}")
+        found = {(_entity_name(e), p) for e, p in _select(result).rows}
         self._known |= found
-        return next((g for g in unknown if g.name not in found), None)
+        return min((g for fact, g in pending.items() if fact not in found), key=lambda g: g.step, default=None)
 
     def _check_singleton(self, guard: SingletonGuard) -> None:
         row = _select(self.store.query(guard.sparql)).as_dicts()
@@ -272,32 +289,44 @@ class CrossCheckExecutor:
 
 # ---- choosing a backend ----------------------------------------------------------------------
 
-@lru_cache(maxsize=16)
-def get_executor(backend: str = "native", seed: int = 42, scale: int = 1,
-                 cross_check: bool = False) -> Executor:
+_EXECUTORS: dict[tuple, Executor] = {}
+
+
+def get_executor(backend: str = "native", seed: int = 42, scale: int = 1, *,
+                 cross_check: bool = False, progress: bool = False) -> Executor:
     """The executor for ``backend`` (``native``, ``oxigraph`` or an ``http(s)://`` endpoint URL).
 
-    The KB for (seed, scale) is built on first use; executors are cached per process.
-    With ``cross_check`` every program also runs on the other engine (native vs the
-    backend, or native vs oxigraph when the backend is native).
+    The KB for (seed, scale) is built on first use (``progress``: show progress bars on
+    stderr while building); executors are cached per process. With ``cross_check`` every
+    program also runs on the other engine (native against the backend, or native against
+    oxigraph when the backend is native) and any difference raises EngineDisagreement.
 
     :raises ConfigError: for an unknown backend name.
     """
+    key = (backend, seed, scale, cross_check)
+    executor = _EXECUTORS.get(key)
+    if executor is None:
+        executor = _EXECUTORS[key] = _build_executor(backend, seed, scale, cross_check, progress)
+    return executor
+
+
+def _build_executor(backend: str, seed: int, scale: int, cross_check: bool, progress: bool) -> Executor:
     from synkqa.world import ensure_turtle, open_store
 
     if cross_check:
         other = "oxigraph" if backend == "native" else backend
-        return CrossCheckExecutor(get_executor("native", seed, scale), get_executor(other, seed, scale))
+        return CrossCheckExecutor(get_executor("native", seed, scale, progress=progress),
+                                  get_executor(other, seed, scale, progress=progress))
     if backend == "native":
-        return NativeExecutor(KBIndex.from_turtle(ensure_turtle(seed, scale)))
+        return NativeExecutor(KBIndex.from_turtle(ensure_turtle(seed, scale, progress=progress)))
     if backend == "oxigraph":
-        return SparqlExecutor(open_store(seed, scale), name="oxigraph")
+        return SparqlExecutor(open_store(seed, scale, progress=progress), name="oxigraph")
     if backend.startswith(("http://", "https://")):
-        from store.remote import EndpointStore       # optional seam: remote endpoints
+        from store.remote import EndpointStore       # the seam for remote endpoints, loaded lazily
         return SparqlExecutor(EndpointStore(backend), name=backend)
     raise ConfigError(unknown_name_message("backend", backend, BACKENDS)
                       + " (or an http:// or https:// SPARQL endpoint URL)")
 
 
 __all__ = ["Executor", "NativeExecutor", "SparqlExecutor", "CrossCheckExecutor", "get_executor",
-           "decode", "typecheck", "BACKENDS", "SynKQAError", "format_number"]
+           "decode", "typecheck", "BACKENDS"]

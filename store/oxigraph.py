@@ -86,11 +86,17 @@ def query_form(sparql: str) -> str | None:
     >>> query_form("DELETE WHERE { ?s ?p ?o }")
     'DELETE'
     """
+    word, _ = _first_word(sparql)
+    return word.upper() if word else None
+
+
+def _first_word(sparql: str) -> tuple[str | None, int]:
+    """The first word after the prologue and its offset (the offset of the next token if none)."""
     pos = 0
     while (m := _SKIP.match(sparql, pos)) and m.end() > pos:
         pos = m.end()
     m = _WORD.match(sparql, pos)
-    return m.group().upper() if m else None
+    return (m.group() if m else None), pos
 
 
 def refuse_update(sparql: str) -> None:
@@ -144,7 +150,15 @@ def _syntax_error(sparql: str, exc: SyntaxError, prefixes: Mapping[str, str] | N
             if other is not None and other < (line, column):
                 line, column = other
     text = " ".join(text.split())
-    if "Prefix not found" in text:
+    word, at = _first_word(sparql)
+    if (word or "").upper() not in QUERY_FORMS:
+        # The engine names the position where its last alternative failed; the real culprit
+        # is the missing or misspelt query form at the start.
+        line = sparql.count("\n", 0, at) + 1
+        column = at - (sparql.rfind("\n", 0, at) + 1) + 1
+        found = f"'{word}'" if word else "no keyword"
+        text = f"expected SELECT, ASK, CONSTRUCT or DESCRIBE, found {found}"
+    elif "Prefix not found" in text:
         declared = set(_DECLARED.findall(sparql)) | set(prefixes or ())
         unknown = [p for p in _PNAME.findall(sparql) if p not in declared]
         known = ", ".join(f"{p}:" for p in sorted(declared))
@@ -154,7 +168,7 @@ def _syntax_error(sparql: str, exc: SyntaxError, prefixes: Mapping[str, str] | N
                 line = sparql.count("\n", 0, at.start()) + 1
                 column = at.start() - (sparql.rfind("\n", 0, at.start()) + 1) + 1
         text = (f"undefined prefix '{unknown[0]}:'" if unknown else "undefined prefix") + \
-            f" (declare it with PREFIX; known: {known})"
+            (f" (declare it with PREFIX; known: {known})" if known else " (declare it with PREFIX)")
     elif len(text) > 160:
         text = text[:150].rsplit(",", 1)[0] + ", ..."
     if line is not None:
@@ -281,9 +295,12 @@ class OxigraphStore:
         total = path.stat().st_size
         try:
             self.raw.clear()  # a previous KB, or what an interrupted load left behind
-            with open(path, "rb") as fh:
-                source = _ProgressReader(fh, lambda done: progress(done, total)) if progress else fh
-                self.raw.bulk_load(source, format=ox.RdfFormat.TURTLE)
+            if progress is None:  # by path: ~15% less CPU than through a Python file object
+                self.raw.bulk_load(path=str(path), format=ox.RdfFormat.TURTLE)
+            else:
+                with open(path, "rb") as fh:
+                    self.raw.bulk_load(_ProgressReader(fh, lambda done: progress(done, total)),
+                                       format=ox.RdfFormat.TURTLE)
             triples = len(self.raw)
             self.raw.bulk_load(path=str(schema_path()), format=ox.RdfFormat.TURTLE,
                                to_graph=ONTOLOGY_GRAPH)
@@ -343,7 +360,7 @@ class OxigraphStore:
         return self.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }").rows[0][0]
 
     def query(self, sparql: str, *, timeout: float | None = None, limit: int | None = None,
-              prefixes: Mapping[str, str] | None = PREFIXES) -> SelectResult | bool:
+              prefixes: Mapping[str, str] | None = None) -> SelectResult | bool:
         """Run a read-only SPARQL query over the KB (the default graph; ``GRAPH`` reaches the
         ontology). SELECT gives a :class:`SelectResult`, ASK a ``bool``, CONSTRUCT/DESCRIBE a
         :class:`SelectResult` with columns ``subject``, ``predicate``, ``object``.
@@ -351,7 +368,8 @@ class OxigraphStore:
         :param timeout: seconds before :class:`QueryTimeout`; ``None`` for no limit (see the
             module docstring for what happens to the abandoned evaluation).
         :param limit: at most this many rows; more rows set ``truncated`` on the result.
-        :param prefixes: prefixes usable without declaring them (``sk:``, ``ske:``, ``rdfs:`` …).
+        :param prefixes: prefixes usable without declaring them, e.g. ``ontology.PREFIXES``.
+            ``None`` by default, so a query that runs here also runs on a remote endpoint.
         :raises ReadOnlyError: for a SPARQL Update.
         :raises QuerySyntaxError: for a malformed query (with line and column).
         :raises QueryTimeout: when the time limit is exceeded.
@@ -470,6 +488,8 @@ def query_in_subprocess(path: Path | str, sparql: str, *, timeout: float | None 
     The child opens the store read-only, signals that it is ready, then evaluates; the time
     limit starts at that signal (so interpreter start-up does not count) and the child is
     killed when it expires. Results come back pickled, as :meth:`OxigraphStore.query` gives them.
+    ``sk:``, ``ske:``, ``rdf:``, ``rdfs:`` and ``xsd:`` are predeclared (a convenience for
+    people typing queries at ``synkqa sparql``).
 
     :raises ReadOnlyError, QuerySyntaxError, QueryTimeout, StoreError: as ``OxigraphStore.query``.
     """

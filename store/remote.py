@@ -30,6 +30,7 @@ write) is refused before any byte leaves the process.
 
 from __future__ import annotations
 
+import ast
 import html
 import http.client
 import json
@@ -219,9 +220,7 @@ class EndpointStore:
             # SPARQLWrapper maps 400/401/404/414/500 to its own classes, keeping the body.
             status = {"QueryBadFormed": 400, "Unauthorized": 401, "EndPointNotFound": 404,
                       "URITooLong": 414, "EndPointInternalError": 500}.get(type(exc).__name__)
-            raw = exc.args[0] if exc.args else getattr(exc, "response", None)
-            body_text = raw if isinstance(raw, (bytes, str)) else str(exc)
-            self._raise_http(sparql, status, body_text)
+            self._raise_http(sparql, status, _wrapped_body(exc))
         except urllib.error.HTTPError as exc:
             try:
                 body_text = exc.read()
@@ -255,6 +254,12 @@ class EndpointStore:
         timeout_words = ("S1T00", "timed out", "timeout", "time-out", "time limit")
         if status is not None and status >= 500 and any(w.lower() in text.lower() for w in timeout_words):
             raise QueryTimeout(self._fail(sparql, f"the server gave up on the query (time limit): {text}", status))
+        if "estimated execution time" in text.lower():
+            # Virtuoso refuses before running when its cost estimate exceeds
+            # MaxQueryCostEstimationTime; the estimate is deterministic, so no retry.
+            raise EndpointError(self._fail(
+                sparql, f"{text} (Virtuoso's cost estimate; set [SPARQL] MaxQueryCostEstimationTime = 0 "
+                        "or higher)", status))
         error = EndpointError(self._fail(sparql, text or "error without a message", status))
         if status in (500, 502, 503, 504):
             raise _Transient(error)
@@ -297,6 +302,18 @@ class EndpointStore:
             raise EndpointError(self._fail(sparql, f"malformed binding in SPARQL JSON results ({exc})",
                                            status)) from None
         return SelectResult(variables, rows)
+
+
+def _wrapped_body(exc: SPARQLWrapperException) -> bytes | str:
+    """The server's body, which SPARQLWrapper keeps only as a repr at the end of its message."""
+    message = str(exc.args[0]) if exc.args else ""
+    found = re.search(r"\n\nResponse:\n(b(['\"]).*\2)\Z", message, re.S)
+    if found:
+        try:
+            return ast.literal_eval(found.group(1))
+        except (ValueError, SyntaxError):
+            pass
+    return ""
 
 
 class _Transient(Exception):

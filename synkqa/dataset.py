@@ -33,21 +33,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
 from kopl2sparql.answer import Answer, format_number
-from kopl2sparql.errors import DatasetError, EngineDisagreement, unknown_name_message
+from kopl2sparql.compiler import CompiledQuery, compile_program
+from kopl2sparql.errors import (DatasetError, EngineDisagreement, ExecutionError, ProgramError,
+                                unknown_name_message)
+from kopl2sparql.kqapro import to_kqapro
+from kopl2sparql.program import Program, Step
+from kopl2sparql.syntax import parse
 from ontology import ENTITY_NS, NS, RDFS
 from synkqa import paths
 from synkqa.kbgen import NAME_PREFIX
+from store.executor import SparqlExecutor, get_executor, typecheck
 from synkqa.templates import Template, templates
 
 __all__ = [
@@ -243,6 +251,9 @@ def _entity_distractors(values: tuple[str, ...], kb: KBEntities, rng: random.Ran
         raise DatasetError(f"cannot draw distractors for a mixed-class answer {values}")
     pool = kb.names[classes.pop()]
     gold, size = "|".join(values), len(values)
+    if size == 1:
+        # Nine other entities of the class: one draw of ten, minus the gold one if drawn.
+        return [name for name in rng.sample(pool, NUM_CHOICES) if name != gold][:NUM_CHOICES - 1]
     found: list[str] = []
     seen = {gold}
     while len(found) < NUM_CHOICES - 1:
@@ -285,14 +296,166 @@ class GoldEngines:
     """Executes gold programs on the native interpreter and on SPARQL over Oxigraph.
 
     :meth:`run` returns the program's KQA Pro form, its SPARQL text and the answer both
-    engines agree on, or raises :class:`EngineDisagreement`.
+    engines agree on, or raises :class:`EngineDisagreement` naming the program and both
+    answers (an error on one side and an answer on the other is a disagreement too).
+
+    Per-skeleton caching (why the build takes seconds, not minutes): the first instance of
+    each template with pairwise-distinct slot values is its *prototype*; it is parsed, type
+    checked, compiled to SPARQL and converted to KQA Pro form once. Every later instance is
+    the prototype with entity names swapped in one pass (steps, SPARQL text, guard and
+    check fields, KQA Pro inputs), which is what the compiler would produce, because entity
+    names enter its output only as ``ske:`` constants and as guard/check names; type
+    checking depends only on the slots' classes, which a template fixes. The first renamed
+    instance of every template and every :attr:`VERIFY_EVERY`-th question are still parsed,
+    compiled and converted from scratch and compared (a mismatch fails the build), and the
+    test suite compares a sample against ``compile_program``/``to_kqapro``.
+
+    Identical programs (the same question drawn twice) are executed once per engine and
+    the answer reused: both engines are deterministic over a read-only KB.
+    :attr:`executed` counts the distinct programs run on both engines.
     """
 
-    def __init__(self, seed: int = 42, scale: int = 1):
-        raise NotImplementedError  # filled in below once the engines exist
+    VERIFY_EVERY = 97
 
-    def run(self, draft: Draft):  # pragma: no cover - replaced below
-        raise NotImplementedError
+    def __init__(self, seed: int = 42, scale: int = 1):
+        self.native = get_executor("native", seed, scale)
+        self.sparql = get_executor("oxigraph", seed, scale)
+        self.kb = KBEntities.from_store(self.sparql.store)
+        self._prototypes: dict[int, _Prototype] = {}
+        self._answers: dict[str, Answer] = {}
+        self.executed = 0          # distinct programs run on both engines
+        self._count = 0
+
+    def use_sparql_store(self, store) -> None:
+        """Run the SPARQL side on another store (e.g. a modified copy of the KB)."""
+        self.sparql = SparqlExecutor(store, name="oxigraph")
+        self._answers.clear()
+
+    def run(self, draft: Draft) -> tuple[list, str, Answer]:
+        """``(kqapro_program, sparql, answer)`` for one question.
+
+        :raises EngineDisagreement: if the engines give different answers (or one fails).
+        """
+        instance = self._instance(draft)
+        answer = self._answers.get(draft.kopl)
+        if answer is None:
+            program, compiled = instance.program(), instance.compiled()
+            outcomes = []
+            for engine in (lambda: self.native.interpreter.run(program),
+                           lambda: self.sparql.run_compiled(compiled)):
+                try:
+                    outcomes.append(engine())
+                except (ExecutionError, ProgramError) as exc:
+                    outcomes.append(exc)
+            native, sparql = outcomes
+            if not isinstance(native, Answer) or native != sparql:
+                raise EngineDisagreement(
+                    f"engines disagree on the gold program of {draft.id} ({draft.template.name}):\n"
+                    f"  program: {draft.kopl}\n"
+                    f"  native:  {_show(native)}\n"
+                    f"  sparql:  {_show(sparql)}\n"
+                    f"  query:\n{compiled.sparql}")
+            answer = self._answers[draft.kopl] = native
+            self.executed += 1
+        return instance.kqapro(), instance.sparql(), answer
+
+    def _instance(self, draft: Draft) -> "_Instance":
+        self._count += 1
+        proto = self._prototypes.get(draft.template.id)
+        values = tuple(v for _, v in draft.slots)
+        if proto is None:
+            program = parse(draft.kopl)
+            typecheck(program)
+            proto = _Prototype(values, program, compile_program(program), to_kqapro(program))
+            if len(set(values)) == len(values):
+                self._prototypes[draft.template.id] = proto
+            return _Instance(proto, _Swap(values, values))
+        proto.uses += 1
+        made = _Instance(proto, _Swap(proto.values, values))
+        # The first renamed instance of every template is always checked, so a change in
+        # the compiler's output shape fails the build at once rather than by chance.
+        if proto.uses == 1 or self._count % self.VERIFY_EVERY == 0:
+            program = parse(draft.kopl)
+            fresh = compile_program(program)
+            if (program, fresh, fresh.sparql, to_kqapro(program)) != (
+                    made.program(), made.compiled(), made.sparql(), made.kqapro()):
+                raise DatasetError(f"per-skeleton cache diverged from the compiler on {draft.kopl} "
+                                   f"(template {draft.template.name}); this is a bug in synkqa.dataset")
+        return made
+
+
+def _show(outcome) -> str:
+    if isinstance(outcome, Answer):
+        return f"{outcome.canonical()!r} ({outcome.kind})"
+    return f"error: {str(outcome).splitlines()[0]}"
+
+
+_SKE = re.compile(r"(?<=ske:)[A-Za-z0-9_]+")
+
+
+class _Swap:
+    """Renames entities inside a compiled query, a program or a KQA Pro list, in one pass."""
+
+    def __init__(self, old: tuple[str, ...], new: tuple[str, ...]):
+        self.names = dict(zip(old, new))
+
+    def text(self, sparql: str) -> str:
+        # One regex pass, so swapping A->B and B->C cannot turn A into C.
+        return _SKE.sub(lambda m: self.names.get(m.group(0), m.group(0)), sparql)
+
+    def value(self, value):
+        """Any field of the compiler's output: strings that are entity names are renamed,
+        strings holding SPARQL get their ``ske:`` constants renamed, dataclasses and tuples
+        are walked (so new guard kinds need no change here)."""
+        if isinstance(value, str):
+            if value in self.names:
+                return self.names[value]
+            return self.text(value) if "ske:" in value else value
+        if isinstance(value, tuple):
+            return tuple(self.value(v) for v in value)
+        if is_dataclass(value) and not isinstance(value, type):
+            changes = {f.name: self.value(getattr(value, f.name)) for f in fields(value)}
+            return replace(value, **changes)
+        return value
+
+    def program(self, program: Program) -> Program:
+        return Program(tuple(Step(s.op, tuple(self.names.get(a, a) for a in s.args)) for s in program.steps))
+
+    def kqapro(self, steps: list) -> list:
+        return [{"function": f["function"], "inputs": [self.names.get(a, a) for a in f["inputs"]],
+                 "dependencies": list(f["dependencies"])} for f in steps]
+
+
+@dataclass
+class _Prototype:
+    """One compiled instance of a template, from which later instances are renamed."""
+
+    values: tuple[str, ...]
+    program: Program
+    compiled: CompiledQuery
+    kqapro: list
+    uses: int = 0
+
+
+@dataclass(frozen=True)
+class _Instance:
+    """A question's program, compiled query and KQA Pro list, renamed from the prototype on
+    demand: a repeated program only needs its SPARQL text and KQA Pro list."""
+
+    proto: _Prototype
+    swap: _Swap
+
+    def program(self) -> Program:
+        return self.swap.program(self.proto.program)
+
+    def compiled(self) -> CompiledQuery:
+        return self.swap.value(self.proto.compiled)
+
+    def sparql(self) -> str:
+        return self.swap.text(self.proto.compiled.sparql)
+
+    def kqapro(self) -> list:
+        return self.swap.kqapro(self.proto.kqapro)
 
 
 # ---- building the files -------------------------------------------------------------------
@@ -346,12 +509,17 @@ def build(seed: int = 42, out: Path | None = None, progress: Progress | None = N
         # The manifest is entered first so that it is renamed last: a complete manifest
         # means complete split files.
         manifest_tmp = stack.enter_context(paths.atomic_path(out / "manifest.json"))
+        temporaries = [manifest_tmp]
         for split in SPLITS:
             if split not in sizes:
                 continue
             tmp = stack.enter_context(paths.atomic_path(out / f"{split}.jsonl"))
+            temporaries.append(tmp)
             manifest["splits"][split] = _write_split(tmp, split, kb, engines, seed, sizes[split], progress)
         manifest_tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        for tmp in temporaries:
+            # mkstemp creates 0600 files; a dataset is meant to be read by others.
+            os.chmod(tmp, 0o644)
     return out
 
 

@@ -122,8 +122,8 @@ def write_kqapro(turtle: Path | str, out: Path | str, *, backward: bool = True) 
     kb = kb_to_kqapro(turtle, backward=backward)
     with atomic_path(Path(out)) as tmp:
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(kb, handle, ensure_ascii=False, separators=(",", ":"))
-            handle.write("\n")
+            # One dumps + write: json.dump streams thousands of tiny writes (3x slower).
+            handle.write(json.dumps(kb, ensure_ascii=False, separators=(",", ":")) + "\n")
         # mkstemp creates 0600; an exported file should get the usual permissions.
         umask = os.umask(0)
         os.umask(umask)

@@ -19,8 +19,11 @@ Count()                   ``Count`` is ``len`` of the id list, duplicates       
 Argmax(a);QueryName()     ``SelectAmong [a, largest]`` keeps every tied          ``argmax-tie``
                           entity; ours keeps the smallest id. On an empty       ``argmax-empty``
                           set ``kopl`` raises; ours is the empty set
-QueryAttr(a)              ``QueryAttr`` -> list of values printed through        –
-                          ``float`` (``225.6``, ``71890``)
+QueryAttr(a)              ``QueryAttr`` -> list of values printed through        ``duplicate-values``
+                          ``float`` (``225.6``, ``71890``), one per entity in
+                          the list, duplicates kept. Ours needs exactly one      ``queryattr-not-one-
+                          entity: a second plan ``What`` lists the entities;     entity`` (ours: error)
+                          unless exactly one distinct, ours must raise
 Compare(op)               no counterpart (KoPL compares two entities with       –
                           ``SelectBetween``, never two numbers): both
                           numbers are computed by KoPL, compared here in
@@ -31,8 +34,15 @@ VerifyRel(r, e)           no counterpart (KoPL verifies values only): ``X;      
                           Relate [r, forward]; Find e; And; Count`` > 0
 VerifyNum(op, v)          ``VerifyNum [v, op]`` (``= != < >``); ``not sure``     –
                           (mixed answers over several values) has no
-                          counterpart in ours and is reported as is
+                          counterpart in ours and is reported as is. After
+                          Count (KoPL's VerifyNum reads only attribute
+                          values): the distinct count from KoPL, compared
+                          with ``v`` here
 ========================  ====================================================  ==================
+
+Any final step: a ``Find`` of a name kopl's KB does not know yields an empty set and the
+program runs on; ours refuses it (``unknown-entity``, ours: error). Wherever ours raises an
+ExecutionError the expected peer answer is :data:`ERROR`.
 
 ``kopl-engine`` answers with ONE string: only the first name of a set (the smallest id),
 ``"no"`` for an empty set (so an empty set and a Verify "no" look alike) — tag
@@ -57,7 +67,7 @@ from pathlib import Path
 
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ConfigError, SynKQAError
-from kopl2sparql.kqapro import to_kqapro
+from kopl2sparql.kqapro import NoKQAProCounterpart, to_kqapro
 from kopl2sparql.program import OPERATORS, Program, Step, ValueType
 
 __all__ = ["PeerPlan", "PeerAnswer", "plan_for", "KoplRunner", "run_kopl_engine", "PeerEngineError",
@@ -76,58 +86,87 @@ class PeerAnswer:
     explanation: str | None = None
 
 
+ERROR = "error"
+"""Canonical stand-in for "our engine raises ExecutionError" (QueryAttr not on one entity,
+unknown entity): KoPL answers those programs anyway, with a list or an empty set."""
+
+
 @dataclass(frozen=True)
 class PeerPlan:
     """KoPL programs (KQA Pro function lists) and how their outputs make our answer.
 
+    ``roles`` names each call: ``main`` (the program itself, or for ``compare`` the
+    ``left``/``right`` numbers), ``names`` (the entity set under a QueryAttr or Count,
+    listed with ``What``: how many distinct entities it really holds), ``left-names`` /
+    ``right-names`` (the same for Compare operands) and ``between`` (SelectBetween).
     ``finish`` is one of ``names``, ``argmax``, ``count``, ``value``, ``verify``,
-    ``compare``, ``verifyrel``; ``op`` is the comparator for ``compare``.
+    ``verifycount``, ``compare``, ``verifyrel``; ``op`` is the comparator for ``compare`` and
+    ``verifycount``, ``bound`` the number ``verifycount`` compares the count with.
     """
 
     program: str
     calls: tuple[tuple[dict, ...], ...]
+    roles: tuple[str, ...]
     finish: str
     op: str | None = None
-    has_select_between: bool = False
+    bound: str | None = None
+
+    def entity_names(self) -> set[str]:
+        """Every name a ``Find`` of the plan looks up."""
+        return {s["inputs"][0] for call in self.calls for s in call if s["function"] == "Find"}
 
     def kopl_answer(self, outputs: Sequence[object]) -> PeerAnswer:
         """Our canonical answer from ``kopl``'s outputs (one per call; an Exception for a failed call)."""
-        first = outputs[0]
+        out = dict(zip(self.roles, outputs))
+        main = out.get("main")
+        if self.finish == "argmax" and isinstance(main, IndexError):
+            # SelectAmong of an empty set: kopl indexes an empty candidate list.
+            return PeerAnswer("", "argmax-empty")
+        _raise_failed(outputs)
         if self.finish == "argmax":
-            if isinstance(first, IndexError):
-                # SelectAmong of an empty set: kopl indexes an empty candidate list.
-                return PeerAnswer("", "argmax-empty")
-            _raise_failed(outputs)
-            names = _names(first)
+            names = _names(main)
             if len(set(names)) > 1:
                 return PeerAnswer(min(names), "argmax-tie")
             return PeerAnswer(names[0] if names else "")
-        _raise_failed(outputs)
         if self.finish == "names":
-            names = _names(first)
+            names = _names(main)
             explanation = "duplicate-names" if len(names) != len(set(names)) else None
             return PeerAnswer("|".join(sorted(set(names))), explanation)
         if self.finish == "count":
-            count, names = int(first), _names(outputs[1])
+            count, names = int(main), _names(out["names"])
             if count != len(names):
                 raise PeerEngineError(f"kopl Count {count} but What lists {len(names)} names: {self.program}")
             explanation = "duplicate-count" if len(names) != len(set(names)) else None
             return PeerAnswer(str(len(set(names))), explanation)
-        if self.finish == "value":
-            return PeerAnswer(_single_number(first, self.program))
-        if self.finish == "verify":
-            return PeerAnswer(str(first))
         if self.finish == "verifyrel":
-            return PeerAnswer("yes" if int(first) > 0 else "no")
+            return PeerAnswer("yes" if int(main) > 0 else "no")
+        if self.finish == "verifycount":
+            count, names = int(main), _names(out["names"])
+            explanation = "duplicate-count" if len(names) != len(set(names)) else None
+            holds = _COMPARE[self.op](Decimal(len(set(names))), Decimal(self.bound))
+            return PeerAnswer("yes" if holds else "no", explanation)
+        # The rest reads numbers: a QueryAttr operand must stand on exactly one entity.
+        tags = []
+        for side in ("", "left-", "right-"):
+            if side + "names" in out:
+                distinct = set(_names(out[side + "names"]))
+                if len(distinct) != 1:
+                    return PeerAnswer(ERROR, "queryattr-not-one-entity")
+        if self.finish == "verify":
+            return PeerAnswer(str(main))
+        if self.finish == "value":
+            value, tag = _one_number(main, self.program)
+            return PeerAnswer(value, tag)
         if self.finish == "compare":
-            left, right = (Decimal(_single_number(o, self.program)) for o in outputs[:2])
-            answer = "yes" if _COMPARE[self.op](left, right) else "no"
-            if self.has_select_between and left != right:
-                chosen = str(outputs[2])
-                left_name = self.calls[0][0]["inputs"][0]
+            (left, tag_l), (right, tag_r) = (_one_number(out[k], self.program) for k in ("left", "right"))
+            tags = [t for t in (tag_l, tag_r) if t]
+            answer = "yes" if _COMPARE[self.op](Decimal(left), Decimal(right)) else "no"
+            if "between" in out and Decimal(left) != Decimal(right):
+                chosen = str(out["between"])
+                left_name = self.calls[self.roles.index("left")][0]["inputs"][0]
                 if (chosen == left_name) != (answer == "yes"):
                     return PeerAnswer(f"inconsistent: SelectBetween chose {chosen}")
-            return PeerAnswer(answer)
+            return PeerAnswer(answer, tags[0] if tags else None)
         raise AssertionError(self.finish)
 
     def kopl_engine_answer(self, outputs: Sequence[str]) -> PeerAnswer:
@@ -137,26 +176,27 @@ class PeerPlan:
         is empty: the returned canonical form is then what ours *must* reduce to, i.e. the
         comparison is ``first_name(ours) == theirs`` (see :func:`reduce_for_kopl_engine`).
         """
-        first = outputs[0]
+        out = dict(zip(self.roles, outputs))
+        main = out.get("main")
         if self.finish in ("names", "argmax"):
-            if first == "no":
+            if main == "no":
                 return PeerAnswer("", "empty-as-no")
-            return PeerAnswer(first, "first-name-only")
+            return PeerAnswer(main, "first-name-only")
         if self.finish == "count":
-            return PeerAnswer(str(int(first)))
+            return PeerAnswer(str(int(main)))
         if self.finish == "value":
-            return PeerAnswer(format_number(Decimal(first)))
+            return PeerAnswer(format_number(Decimal(main)))
         if self.finish == "verify":
-            return PeerAnswer(first)
+            return PeerAnswer(main)
         if self.finish == "verifyrel":
-            return PeerAnswer("yes" if int(first) > 0 else "no")
+            return PeerAnswer("yes" if int(main) > 0 else "no")
         if self.finish == "compare":
-            left, right = Decimal(outputs[0]), Decimal(outputs[1])
+            left, right = Decimal(out["left"]), Decimal(out["right"])
             answer = "yes" if _COMPARE[self.op](left, right) else "no"
-            if self.has_select_between and left != right:
-                left_name = self.calls[0][0]["inputs"][0]
-                if (outputs[2] == left_name) != (answer == "yes"):
-                    return PeerAnswer(f"inconsistent: SelectBetween chose {outputs[2]}")
+            if "between" in out and left != right:
+                left_name = self.calls[self.roles.index("left")][0]["inputs"][0]
+                if (out["between"] == left_name) != (answer == "yes"):
+                    return PeerAnswer(f"inconsistent: SelectBetween chose {out['between']}")
             return PeerAnswer(answer)
         raise AssertionError(self.finish)
 
@@ -166,6 +206,18 @@ def reduce_for_kopl_engine(plan: PeerPlan, ours: str) -> str:
     if plan.finish in ("names", "argmax"):
         return ours.split("|")[0] if ours else ""
     return ours
+
+
+def _one_number(output: object, program: str) -> tuple[str, str | None]:
+    """The number of a QueryAttr list (one entity, possibly listed several times) or a Count."""
+    values = output if isinstance(output, list) else [output]
+    try:
+        numbers = {format_number(Decimal(str(v).split()[0])) for v in values}
+    except (InvalidOperation, IndexError):
+        raise PeerEngineError(f"not a number from kopl: {values!r}: {program}") from None
+    if len(numbers) != 1:
+        raise PeerEngineError(f"expected one value, kopl gave {values!r}: {program}")
+    return numbers.pop(), ("duplicate-values" if len(values) > 1 else None)
 
 
 _COMPARE: dict[str, Callable[[Decimal, Decimal], bool]] = {
@@ -186,16 +238,6 @@ def _names(output: object) -> list[str]:
     return [str(output)]
 
 
-def _single_number(output: object, program: str) -> str:
-    values = output if isinstance(output, list) else [output]
-    if len(values) != 1:
-        raise PeerEngineError(f"expected one value, kopl gave {values!r}: {program}")
-    try:
-        return format_number(Decimal(str(values[0]).split()[0]))
-    except (InvalidOperation, IndexError):
-        raise PeerEngineError(f"not a number from kopl: {values[0]!r}: {program}") from None
-
-
 def plan_for(program: Program | str) -> PeerPlan:
     """The KoPL plan of a program (see the module docstring for each final step).
 
@@ -207,46 +249,64 @@ def plan_for(program: Program | str) -> PeerPlan:
         program = parse(program)
     text = program.canonical()
     steps = program.steps
+    if OPERATORS[steps[-1].op].pushes is ValueType.ENTITIES:
+        # A program ending in a set: read it as QueryName would.
+        steps = (*steps, Step("QueryName"))
     last = steps[-1]
 
     def kqa(*parts: Step) -> tuple[dict, ...]:
         return tuple(to_kqapro(Program(tuple(parts)), strict=True))
 
+    def names_of(branch: tuple[Step, ...]) -> tuple[dict, ...] | None:
+        """What lists the entities a final QueryAttr reads (None for a Count operand)."""
+        return kqa(*branch[:-1], Step("QueryName")) if branch[-1].op == "QueryAttr" else None
+
     if last.op == "Compare":
         body = steps[:-1]
         split = _split_two(body)
         left, right = body[:split], body[split:]
-        calls = [kqa(*left), kqa(*right)]
+        calls, roles = [kqa(*left), kqa(*right)], ["left", "right"]
+        for side, branch in (("left-names", left), ("right-names", right)):
+            listed = names_of(branch)
+            if listed is not None:
+                calls.append(listed)
+                roles.append(side)
         op = last.args[0]
-        between = (op in (">", "<") and len(left) == len(right) == 2
-                   and left[1].op == right[1].op == "QueryAttr" and left[1].args == right[1].args
-                   and left[0].op == right[0].op == "Find")
-        if between:
+        if (op in (">", "<") and len(left) == len(right) == 2 and left[0].op == right[0].op == "Find"
+                and left[1].op == right[1].op == "QueryAttr" and left[1].args == right[1].args):
+            # The KoPL way to compare two entities by an attribute; it must agree.
             calls.append(({"function": "Find", "inputs": [left[0].args[0]], "dependencies": []},
                           {"function": "Find", "inputs": [right[0].args[0]], "dependencies": []},
                           {"function": "SelectBetween",
                            "inputs": [left[1].args[0], "greater" if op == ">" else "less"],
                            "dependencies": [0, 1]}))
-        return PeerPlan(text, tuple(calls), "compare", op, between)
+            roles.append("between")
+        return PeerPlan(text, tuple(calls), tuple(roles), "compare", op)
     if last.op == "VerifyRel":
         relation, entity = last.args
         rewritten = steps[:-1] + (Step("Relate", (relation,)), Step("Find", (entity,)), Step("And"),
                                   Step("Count"))
-        return PeerPlan(text, (kqa(*rewritten),), "verifyrel")
+        return PeerPlan(text, (kqa(*rewritten),), ("main",), "verifyrel")
     if last.op == "Count":
-        return PeerPlan(text, (kqa(*steps), kqa(*steps[:-1], Step("QueryName"))), "count")
+        return PeerPlan(text, (kqa(*steps), kqa(*steps[:-1], Step("QueryName"))), ("main", "names"), "count")
     if last.op == "QueryName" and len(steps) >= 2 and steps[-2].op in ("Argmax", "Argmin"):
-        return PeerPlan(text, (kqa(*steps),), "argmax")
+        return PeerPlan(text, (kqa(*steps),), ("main",), "argmax")
     if last.op == "QueryName":
-        return PeerPlan(text, (kqa(*steps),), "names")
-    if last.op == "QueryAttr":
-        return PeerPlan(text, (kqa(*steps),), "value")
-    if last.op == "VerifyNum":
-        return PeerPlan(text, (kqa(*steps),), "verify")
-    # A program ending in a set: read it as QueryName would.
-    if OPERATORS[last.op].pushes is ValueType.ENTITIES:
-        return PeerPlan(text, (kqa(*steps, Step("QueryName")),), "names")
-    return PeerPlan(text, (kqa(*steps),), "value")
+        return PeerPlan(text, (kqa(*steps),), ("main",), "names")
+    if last.op == "VerifyNum" and steps[-2].op == "Count":
+        # KoPL's VerifyNum reads attribute values, not a count (it raises TypeError on an
+        # int): the count comes from KoPL, the comparison with the bound is made here.
+        counted = steps[:-1]
+        return PeerPlan(text, (kqa(*counted), kqa(*counted[:-1], Step("QueryName"))), ("main", "names"),
+                        "verifycount", op=last.args[0], bound=last.args[1])
+    if last.op in ("QueryAttr", "VerifyNum"):
+        operand = steps if last.op == "QueryAttr" else steps[:-1]
+        listed = names_of(operand)
+        calls, roles = (kqa(*steps),), ("main",)
+        if listed is not None:
+            calls, roles = calls + (listed,), roles + ("names",)
+        return PeerPlan(text, calls, roles, "value" if last.op == "QueryAttr" else "verify")
+    raise NoKQAProCounterpart(f"no KoPL plan for a program ending in {last.op}")
 
 
 def _split_two(steps: tuple[Step, ...]) -> int:
@@ -295,7 +355,14 @@ class KoplRunner:
             return exc
 
     def answer(self, plan: PeerPlan) -> PeerAnswer:
-        """Run every call of ``plan`` and combine the outputs."""
+        """Run every call of ``plan`` and combine the outputs.
+
+        A name kopl does not know makes its ``Find`` an empty set and the program runs on;
+        ours refuses the program ("unknown entity"): answered as :data:`ERROR`, tagged.
+        """
+        # name_to_id is a defaultdict: an unknown name may be present with no ids.
+        if any(not self.engine.kb.name_to_id.get(name) for name in plan.entity_names()):
+            return PeerAnswer(ERROR, "unknown-entity")
         return plan.kopl_answer([self.call(c) for c in plan.calls])
 
 

@@ -30,3 +30,8 @@ def kb_turtle(synkqa_home):
 def kb_store(kb_turtle):
     from synkqa.world import open_store
     return open_store(42, 1)
+
+
+# Real SPARQL servers (Oxigraph server, Virtuoso) and a scriptable broken endpoint, for
+# the endpoint tests (tests/endpoint_servers.py starts and stops them by PID).
+from tests.endpoint_servers import fake_endpoint, oxigraph_server, virtuoso_server  # noqa: E402,F401

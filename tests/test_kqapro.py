@@ -225,6 +225,15 @@ def test_from_kqapro_without_dependencies():
     assert program.canonical() == "Find(City_1);RelateInv(born_in);Count()"
 
 
+def test_from_kqapro_normalises_numbers_like_the_parser():
+    program = from_kqapro([{"function": "Find", "inputs": ["Country_1"]},
+                           {"function": "Relate", "inputs": ["located_in", "backward"]},
+                           {"function": "FilterNum", "inputs": ["population", "35000.0", ">"]},
+                           {"function": "Count", "inputs": []}])
+    assert program.steps[2].args == ("population", ">", "35000")
+    assert program == parse("Find(Country_1);RelateInv(located_in);FilterNum(population,>,35000.00);Count()")
+
+
 def test_from_kqapro_accepts_integer_inputs():
     program = from_kqapro([{"function": "Find", "inputs": ["City_1"]},
                            {"function": "QueryAttr", "inputs": ["population"]},

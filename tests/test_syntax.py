@@ -96,6 +96,7 @@ def _underlined(error: ProgramSyntaxError) -> str:
     ("Find(Person 00371)", "Find: bad character ' ' in entity name 'Person 00371'", 1, " "),
     ("Find(Person-1)", "Find: bad character '-' in entity name", 1, "-"),
     ("Find(Pérson_1)", "Find: bad character 'é' in entity name", 1, "é"),
+    ("Find(\u00a0City_1)", "Find: bad character '\\xa0' in entity name", 1, "\u00a0"),
     ("Find(City_1);Relate(born in)", "Relate: bad character ' ' in relation name", 2, " "),
     ("Find(City_1);QueryAttr(population);VerifyNum(=>,5)", "unknown comparator '=>'", 3, "=>"),
     ("Find(City_1);QueryAttr(population);VerifyNum(>,1e6)", "expected a decimal number, got '1e6'", 3, "1e6"),

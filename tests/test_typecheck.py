@@ -110,6 +110,12 @@ def test_check_accepts_text_and_reports_syntax_errors():
         check("Find(City_1;Count()")
 
 
+def test_every_operator_has_a_typing_rule():
+    from kopl2sparql.program import OPERATORS
+    from kopl2sparql.typecheck import _RULES
+    assert set(_RULES) == set(OPERATORS)
+
+
 # ---- entity names -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, cls", [
@@ -155,6 +161,8 @@ def _underlined(error) -> str:
     ("Find(City_1);Relate(population)", "'population' is an attribute, not a relation", 2, "population"),
     ("Find(Persn_00371);Count()", "unknown entity 'Persn_00371'; did you mean Person_00371?", 1, "Persn_00371"),
     ("Find(Company_12);Count()", "did you mean Org_12?", 1, "Company_12"),
+    ("Find(person_00371);Count()", "did you mean Person_00371?", 1, "person_00371"),
+    ("Find(Person00371);Count()", "did you mean Person_00371?", 1, "Person00371"),
     ("Find(Organization_12);Count()", "did you mean Org_12?", 1, "Organization_12"),
     ("Find(Beijing);Count()", "malformed entity name 'Beijing'", 1, "Beijing"),
     ("Find(Person_1);VerifyRel(works_at,Acme)", "malformed entity name 'Acme'", 2, "Acme"),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from synkqa.cli.common import handle_errors, print_json, stdout
@@ -32,7 +33,7 @@ def build_command(
     """
     import json
 
-    from synkqa.dataset import build, progress_bar
+    from synkqa.dataset import SPLITS, build, progress_bar
 
     start = time.perf_counter()
     with progress_bar() as update:
@@ -43,7 +44,8 @@ def build_command(
         print_json({"directory": str(directory), "seconds": round(elapsed, 2), **manifest})
         return
     stdout.print(f"dataset (seed {seed}) written to {directory} in {elapsed:.1f} s")
-    for split, info in manifest["splits"].items():
+    for split in SPLITS:
+        info = manifest["splits"][split]
         stdout.print(f"  {info['file']:<17} {info['questions']:>7,} questions  "
                      f"{info['bytes'] / 1e6:7.1f} MB  sha256 {info['sha256'][:16]}…")
 
@@ -64,26 +66,28 @@ def stats_command(
     if json_output:
         print_json(stats)
         return
-    table = Table(title=f"Table II — SynKQA-Pro splits (seed {seed}; ours / paper)")
-    for column in ("split", "questions", "avg words ± std", "avg steps", "unique answers"):
-        table.add_column(column, justify="left" if column == "split" else "right")
+    # Laid out to fit 80 columns, so pipes and narrow terminals keep one row per split.
+    table = Table(title=f"Table II, seed {seed}: ours beside the paper (words: mean ± std)",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+                  collapse_padding=True)
+    for column in ("split", "n", "words", "paper", "steps", "paper", "unique", "paper"):
+        table.add_column(column, justify="left" if column == "split" else "right", no_wrap=True)
     for split in SPLITS:
         ours, paper = stats["splits"][split], stats["paper"][split]
         table.add_row(
-            split,
-            f"{ours['questions']:,} / {paper['questions']:,}",
-            f"{ours['avg_words']:.2f} ± {ours['std_words']:.2f} / {paper['avg_words']:.2f} ± {paper['std_words']:.2f}",
-            f"{ours['avg_steps']:.2f} / {paper['avg_steps']:.2f}",
-            f"{ours['unique_answers']:,} / {paper['unique_answers']:,}",
+            split, f"{ours['questions']:,}",
+            f"{ours['avg_words']:.2f} ± {ours['std_words']:.2f}", f"{paper['avg_words']:.2f} ± {paper['std_words']:.2f}",
+            f"{ours['avg_steps']:.2f}", f"{paper['avg_steps']:.2f}",
+            f"{ours['unique_answers']:,}", f"{paper['unique_answers']:,}",
         )
     stdout.print(table)
-    per = Table(title="Questions per template (expected = weight × split size; paper: Table XI N)")
-    for column in ("id", "template", "weight", "train (exp.)", "validation (exp.)", "test (exp.)", "test paper"):
-        per.add_column(column, justify="left" if column == "template" else "right")
+    per = Table(title="Questions per template (paper: Table XI N, test only)", box=box.SIMPLE_HEAD, show_edge=False,
+                pad_edge=False)
+    for column in ("id", "template", "weight", *SPLITS, "paper"):
+        per.add_column(column, justify="left" if column == "template" else "right", no_wrap=True)
     for row in stats["templates"]:
         per.add_row(str(row["id"]), row["name"], f"{row['weight']:.2f}",
-                    *(f"{row[s]:,} ({row[s + '_expected']:,.0f})" for s in SPLITS),
-                    f"{row['test_paper']:,}")
+                    *(f"{row[s]:,}" for s in SPLITS), f"{row['test_paper']:,}")
     stdout.print(per)
 
 

@@ -20,7 +20,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from kopl2sparql.errors import ConfigError, QueryTimeout, StoreError
+from kopl2sparql.errors import ConfigError, QueryTimeout
+from store.oxigraph import DEFAULT_LIMIT, DEFAULT_TIMEOUT
 from synkqa.cli.common import EXIT_USAGE, fail, handle_errors, print_json, stderr, stdout
 
 kb_app = typer.Typer(
@@ -37,6 +38,7 @@ SCALE = typer.Option(1, "--scale", min=1, help="KB scale: every entity count is 
 
 STATS_ROWS = ("Person", "City", "Country", "Organization", "entities",
               "relation_types", "relation_edges", "attribute_types", "attribute_values")
+"""Rows of Table I, in the paper's order."""
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -123,45 +125,6 @@ def build(
 
 # ---- kb stats -------------------------------------------------------------------------------
 
-_STATS_PREFIXES = ("PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>\n"
-                   "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>\n")
-STATS_QUERIES = {
-    "classes": "SELECT ?class (COUNT(DISTINCT ?e) AS ?n) WHERE { ?e rdf:type ?class } GROUP BY ?class",
-    "entities": "SELECT (COUNT(DISTINCT ?e) AS ?n) WHERE { ?e rdf:type ?class }",
-    "relations": "SELECT ?p (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(isIRI(?o) && ?p != rdf:type) } GROUP BY ?p",
-    "attributes": "SELECT ?p (COUNT(*) AS ?n) WHERE { ?s ?p ?o FILTER(isLiteral(?o) && ?p != rdfs:label) } GROUP BY ?p",
-}
-"""Table I as SPARQL: relations are the predicates with IRI objects (``rdf:type`` aside),
-attributes those with literal objects (``rdfs:label`` aside); nothing comes from the generator."""
-
-
-def _local(iri: str) -> str:
-    return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
-
-
-def compute_stats(store) -> dict[str, Any]:
-    """Table I recomputed with SPARQL COUNT queries on ``store`` (anything with ``query``)."""
-    def rows(name: str) -> list[tuple]:
-        return store.query(_STATS_PREFIXES + STATS_QUERIES[name]).rows
-
-    classes = {_local(c): int(n) for c, n in rows("classes")}
-    relations = dict(sorted((_local(p), int(n)) for p, n in rows("relations")))
-    attributes = dict(sorted((_local(p), int(n)) for p, n in rows("attributes")))
-    measured = {cls: classes.get(cls, 0) for cls in ("Person", "City", "Country", "Organization")}
-    measured.update(
-        entities=int(rows("entities")[0][0]),
-        relation_types=len(relations), relation_edges=sum(relations.values()),
-        attribute_types=len(attributes), attribute_values=sum(attributes.values()),
-    )
-    return {"measured": measured, "classes": classes, "relations": relations, "attributes": attributes}
-
-
-def expected_table(scale: int) -> dict[str, int]:
-    """Paper Table I with every count multiplied by ``scale`` (the number of types stays)."""
-    from synkqa.kbgen import PAPER_TABLE_I
-    return {k: v if k.endswith("_types") else v * scale for k, v in PAPER_TABLE_I.items()}
-
-
 @kb_app.command("stats")
 @handle_errors
 def stats(
@@ -179,6 +142,7 @@ def stats(
 
     Exits 1 when a measured count differs from the expected one (paper x scale).
     """
+    from synkqa import world
     from synkqa.kbgen import PAPER_TABLE_I
 
     if endpoint is not None:
@@ -187,12 +151,11 @@ def stats(
         source = repr(target)
     else:
         from store.oxigraph import OxigraphStore
-        from synkqa import world
         path = world.ensure_store(seed, scale, path=_store_dir(store), progress=not as_json)
         target = _TimedStore(OxigraphStore(path, read_only=True), timeout)
         source = f"embedded store {path}"
-    found = compute_stats(target)
-    expected = expected_table(scale)
+    found = world.table_i(target)
+    expected = world.expected_table_i(scale)
     measured = found["measured"]
     mismatches = [k for k in STATS_ROWS if measured[k] != expected[k]]
     if as_json:
@@ -353,10 +316,10 @@ def sparql(
     endpoint: str = typer.Option(None, "--endpoint", help="Query this SPARQL endpoint instead of the "
                                  "embedded store."),
     graph: str = typer.Option(None, "--graph", help="With --endpoint: the named graph holding the KB."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.001,
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", min=0.001,
                                   help="Seconds the query may run; the embedded query runs in a child "
                                        "process that is killed at the limit."),
-    limit: int = typer.Option(10_000, "--limit", min=0, help="At most this many rows (0: no limit)."),
+    limit: int = typer.Option(DEFAULT_LIMIT, "--limit", min=0, help="At most this many rows (0: no limit)."),
     seed: int = SEED,
     scale: int = SCALE,
     store: Path = typer.Option(None, "--store", help="On-disk store to query (default: the cache's, "
@@ -365,8 +328,7 @@ def sparql(
 ) -> None:
     """Run a read-only SPARQL query on the KB. Updates are refused (exit 1).
 
-    The default graph is the KB; GRAPH <http://synkqa.org/ontology> holds the schema
-    (labels, altLabels, domains, ranges).
+    The default graph is the KB; GRAPH <http://synkqa.org/ontology> holds the schema (labels, altLabels, domains, ranges).
     """
     text = _read_query(query, file)
     if out is not None:

@@ -24,8 +24,7 @@ from typing import Any, Iterator, Optional
 import typer
 from rich.table import Table
 
-from kopl2sparql.errors import (EngineDisagreement, ExecutionError, ProgramError, ProgramSyntaxError,
-                                SynKQAError)
+from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, ProgramSyntaxError
 from kopl2sparql.program import Program
 from synkqa.cli.common import EXIT_FAIL, EXIT_USAGE, handle_errors, print_json, stdout
 
@@ -196,13 +195,14 @@ def execute_command(
             check(parsed)
             if executor is None:  # built lazily: a batch of bad programs needs no KB
                 executor = _make_executor(backend, cross_check, seed, scale)
-            answer = executor.execute(parsed)
-            row["answer"] = answer.canonical()
-            if trace:
+            if trace:  # first, so that a failing step still leaves the steps before it
                 steps = [_trace_dict(s) for s in executor.trace(parsed)]
+            row["answer"] = executor.execute(parsed).canonical()
         except PER_PROGRAM_ERRORS as exc:
             failed += 1
             row["error"] = str(exc)
+            if trace and getattr(exc, "trace", None):
+                steps = [_trace_dict(s) for s in exc.trace]  # the steps done before it failed
         if trace:
             row["trace"] = steps
         _report(row, json_output, single)
@@ -221,6 +221,8 @@ def _report(row: dict, json_output: bool, single: bool) -> None:
         return
     if row["error"] is not None:
         typer.echo(f"error: {row['error']}", err=True)
+        if row.get("trace"):
+            stdout.print(_trace_table(row["trace"]))
         return
     answer = row["answer"] if row["answer"] != "" else "(empty set)"
     if single:
@@ -240,8 +242,11 @@ def _trace_table(steps: list[dict]) -> Table:
         values = s.get("value", "")
         shown = values if values != "" else "(empty set)"
         parts = values.split("|") if s.get("kind") == "entities" and values else []
-        if len(parts) > _TRACE_VALUES_SHOWN:
-            shown = "|".join(parts[:_TRACE_VALUES_SHOWN]) + f"|… ({len(parts)} entities)"
+        if parts:
+            # Spaces after the separators let the terminal wrap between names, not inside them.
+            shown = ", ".join(parts[:_TRACE_VALUES_SHOWN])
+            if len(parts) > _TRACE_VALUES_SHOWN:
+                shown += f", … ({len(parts)} entities)"
         table.add_row(str(s.get("step", "")), str(s.get("function", "")), str(s.get("kind", "")),
                       shown)
     return table

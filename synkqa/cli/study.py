@@ -90,8 +90,7 @@ def train_command(
     retrain: bool = typer.Option(False, "--retrain", help="Ignore a cached model and fit again."),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Fit a system on the train split and cache the model (validation accuracy is reported;
-    the test split is never read)."""
+    """Fit a system on the train split and cache the model (validation accuracy is reported; the test split is never read)."""
     from evaluation.runner import Progress, load_splits, train_system
     from parsers import registry
     spec = registry.get_spec(system)
@@ -154,9 +153,7 @@ def predict_command(
 ) -> None:
     """Answer questions: one output line per input line, in order.
 
-    With ``choices`` systems use them; without, systems that can run open-ended do, and a
-    system that needs an option set (ev-tc, random) stops with an error (exit 1).
-    ``--system best`` picks the strongest system for the input (with or without options).
+    With choices, systems use them. Without, systems that can run open-ended do; a system that needs an option set (ev-tc, random) stops with an error (exit 1). --system best picks the strongest system for the input, with or without options.
     """
     from evaluation.runner import Progress, answer_all, make_executor, train_system
     from parsers import registry
@@ -218,8 +215,7 @@ def evaluate_command(
     predictions_file: Optional[Path] = typer.Option(None, "--predictions", help="Also write predictions (JSONL)."),
     json_output: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
 ) -> None:
-    """Answer accuracy, program EM (overall, by hop, reasoning type and template), error types,
-    and for ranking systems the gold-rank distribution and top-k coverage."""
+    """Answer accuracy, program EM (overall, by hop, reasoning type and template), error types, and for ranking systems the gold-rank distribution and top-k coverage."""
     from evaluation.runner import Progress, evaluate_system, load_splits, make_executor
     from parsers import registry
     spec = registry.get_spec(system)
@@ -295,9 +291,10 @@ def reproduce_command(
     timing: bool = typer.Option(True, "--timing/--no-timing", help="Time TC and EV-TC per question."),
     json_output: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
 ) -> None:
-    """Reproduce the paper: build what is missing (KB, dataset), train TC with every seed,
-    evaluate every system, and write Tables I–XI (Markdown + JSON, beside the paper's),
-    Figures 2–7 (PNG) and SUMMARY.md under --out."""
+    """Reproduce the paper: build what is missing (KB, dataset), train TC with every seed, evaluate every system, and write Tables I–XI (Markdown + JSON, beside the paper's), Figures 2–7 (PNG) and SUMMARY.md under --out.
+
+    Everything but runtime.md/runtime.json is byte-identical on a rerun.
+    """
     from evaluation.runner import Progress, StudyConfig, run_study, write_report
     seed_list = _parse_seeds(seeds)
     ks = tuple(sorted(set((1, 2, 3, 5)) | {k}))

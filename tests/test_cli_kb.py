@@ -1,0 +1,205 @@
+"""``synkqa kb build|stats|validate`` and ``synkqa sparql``, in-process with CliRunner."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from synkqa.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str, input: str | None = None):
+    return runner.invoke(app, list(args), input=input)
+
+
+def one_error_line(result) -> str:
+    """The command failed with exactly one ``error:`` line on stderr and no traceback."""
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+# ---- kb build ----------------------------------------------------------------------------------
+
+def test_build_twice_in_different_dirs_gives_the_same_bytes(tmp_path):
+    reports = []
+    for name in ("a", "b"):
+        result = run("kb", "build", "--out", str(tmp_path / name / "kb.ttl"), "--json")
+        assert result.exit_code == 0, result.stderr
+        reports.append(json.loads(result.stdout))
+    a, b = reports
+    assert a["sha256"] == b["sha256"] == hashlib.sha256((tmp_path / "a" / "kb.ttl").read_bytes()).hexdigest()
+    assert a["triples"] == 46360 and a["generated"] is True
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["kb.ttl"]  # no temporary left
+
+
+def test_build_into_a_store_then_reopen_without_reload(tmp_path):
+    store = tmp_path / "store"
+    first = run("kb", "build", "--store", str(store), "--json")
+    assert first.exit_code == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["store"]["triples"] == 46360
+    second = json.loads(run("kb", "build", "--store", str(store), "--json").stdout)
+    assert second["generated"] is False  # the cached Turtle is reused
+    assert second["store"]["loaded"] is False  # and the store is not reloaded
+    text = run("kb", "build", "--store", str(store))
+    assert "already loaded (not reloaded)" in text.stdout
+
+
+def test_build_refuses_an_unwritable_output(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = run("kb", "build", "--out", str(blocker / "kb.ttl"))
+    assert result.exit_code == 1
+    assert "is not a directory" in one_error_line(result)
+    result = run("kb", "build", "--store", str(blocker))
+    assert result.exit_code == 1
+    assert "not a directory" in one_error_line(result)
+
+
+# ---- kb stats ----------------------------------------------------------------------------------
+
+def test_stats_json_reports_table_i_from_sparql():
+    result = run("kb", "stats", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert (data["entities"], data["Person"], data["City"], data["Country"], data["Organization"]) == \
+        (8120, 6000, 1200, 120, 800)
+    assert (data["relation_edges"], data["attribute_values"]) == (14000, 16120)
+    assert (data["relation_types"], data["attribute_types"]) == (4, 7)
+    assert data["matches"] is True and data["paper"]["entities"] == 8120
+
+
+def test_stats_table_shows_the_paper_beside_the_measurement():
+    result = run("kb", "stats")
+    assert result.exit_code == 0, result.stderr
+    assert "16120" in result.stdout and "paper" in result.stdout and "DIFFERS" not in result.stdout
+
+
+def test_stats_fails_when_the_counts_differ_from_the_expected(monkeypatch):
+    """Measured on the real store, compared with a deliberately wrong expectation: exit 1."""
+    from synkqa import world
+    real = world.expected_table_i
+    monkeypatch.setattr(world, "expected_table_i", lambda scale: {**real(scale), "City": 1201})
+    result = run("kb", "stats")
+    assert result.exit_code == 1
+    assert "DIFFERS" in result.stdout
+    assert "City 1200 != 1201" in one_error_line(result)
+
+
+def test_stats_on_an_unreachable_endpoint_is_one_line():
+    result = run("kb", "stats", "--endpoint", "http://127.0.0.1:9/sparql", "--timeout", "2")
+    assert result.exit_code == 1
+    assert "127.0.0.1:9" in one_error_line(result)
+
+
+# ---- kb validate -------------------------------------------------------------------------------
+
+def test_validate_reports_the_broken_node(tmp_path):
+    broken = tmp_path / "broken.ttl"
+    broken.write_text(
+        "@prefix sk: <http://synkqa.org/ontology#> . @prefix ske: <http://synkqa.org/entity/> .\n"
+        "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+        "ske:Country_000 a sk:Country ; rdfs:label \"Country_000\" ; sk:gdp_billion_usd \"big\" .\n")
+    result = run("kb", "validate", "--file", str(broken), "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["conforms"] is False
+    assert {v["focus"] for v in report["violations"]} == {"http://synkqa.org/entity/Country_000"}
+    missing = run("kb", "validate", "--file", str(tmp_path / "nope.ttl"))
+    assert missing.exit_code == 1 and "not found" in one_error_line(missing)
+
+
+# ---- synkqa sparql -----------------------------------------------------------------------------
+
+def test_sparql_formats():
+    query = "SELECT ?c ?pop WHERE { ske:Person_00371 sk:born_in ?c . ?c sk:population ?pop }"
+    as_json = run("sparql", query, "--format", "json")
+    assert as_json.exit_code == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert data["variables"] == ["c", "pop"] and len(data["rows"]) == 1
+    assert data["rows"][0]["c"].startswith("http://synkqa.org/entity/City_")
+    assert isinstance(data["rows"][0]["pop"], int)
+    as_csv = run("sparql", query, "--format", "csv")
+    rows = list(csv.reader(io.StringIO(as_csv.stdout)))
+    assert rows[0] == ["c", "pop"] and rows[1][0] == data["rows"][0]["c"]
+    table = run("sparql", query)
+    assert "ske:City_" in table.stdout and "1 row(s)" in table.stderr
+    ask = run("sparql", "ASK { ske:Person_00371 sk:born_in ?c }", "--format", "json")
+    assert json.loads(ask.stdout) == {"boolean": True}
+    assert run("sparql", "ASK { ske:Person_00371 sk:born_in ske:Nowhere }").stdout.strip() == "no"
+
+
+def test_sparql_reads_the_ontology_graph():
+    result = run("sparql", "SELECT ?l WHERE { GRAPH <http://synkqa.org/ontology> { sk:born_in rdfs:label ?l } }",
+                 "--format", "csv")
+    assert result.stdout.splitlines() == ["l", "born in"]
+
+
+def test_sparql_file_stdin_and_out(tmp_path):
+    qfile = tmp_path / "q.rq"
+    qfile.write_text("# count people\nSELECT (COUNT(*) AS ?n)\nWHERE { ?p a sk:Person }\n")
+    result = run("sparql", "--file", str(qfile), "--format", "csv", "--out", str(tmp_path / "r.csv"))
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "r.csv").read_text().splitlines() == ["n", "6000"]
+    piped = run("sparql", "--file", "-", "--format", "csv", input=qfile.read_text())
+    assert piped.stdout.splitlines() == ["n", "6000"]
+
+
+def test_sparql_update_is_refused_and_nothing_changes():
+    result = run("sparql", "DELETE WHERE { ?s ?p ?o }")
+    assert result.exit_code == 1
+    assert "refused" in one_error_line(result)
+    count = run("sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--format", "csv")
+    assert count.stdout.splitlines() == ["n", "46360"]
+
+
+def test_sparql_syntax_error_has_line_and_column():
+    result = run("sparql", "SELECT ?x WHERE {\n  ?x sk:born_in ?c .\n  FILTER(?c = )\n}")
+    assert result.exit_code == 1
+    assert "line 3, column 3" in one_error_line(result)
+
+
+def test_sparql_limits():
+    limited = run("sparql", "SELECT ?p WHERE { ?p a sk:Person }", "--limit", "5", "--format", "csv")
+    assert limited.exit_code == 0
+    assert len(limited.stdout.splitlines()) == 6 and "more rows exist" in limited.stderr
+    slow = run("sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f }",
+               "--timeout", "1")
+    assert slow.exit_code == 1
+    assert "time limit of 1 s" in one_error_line(slow) and "--timeout" in slow.stderr
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (("sparql", "--file", "/nonexistent/q.rq"), 1, "query file not found"),
+    (("sparql",), 2, "exactly one"),
+    (("sparql", "ASK {}", "--file", "x.rq"), 2, "exactly one"),
+    (("sparql", "ASK {}", "--out", "/dev/null/x"), 1, "not a directory"),
+    (("sparql", "ASK {}", "--endpoint", "ftp://example.org/sparql"), 1, "not an http(s) endpoint"),
+])
+def test_sparql_bad_input_is_one_line(args, code, words):
+    result = run(*args)
+    assert result.exit_code == code
+    assert words in one_error_line(result)
+
+
+def test_unknown_flags_are_usage_errors_without_traceback():
+    for args in (("sparql", "--bogus", "ASK {}"), ("kb", "build", "--bogus"), ("kb", "stats", "--scale", "0")):
+        result = run(*args)
+        assert result.exit_code == 2, args
+        assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_help_texts():
+    for args in (("kb", "--help"), ("kb", "build", "--help"), ("kb", "stats", "--help"),
+                 ("sparql", "--help")):
+        result = run(*args)
+        assert result.exit_code == 0 and "Usage" in result.stdout
