@@ -123,6 +123,8 @@ def figure_5(results: dict, path: Path) -> Path:
     for container in ax.containers[0::2]:  # label our bars with their counts
         ax.bar_label(container, fontsize=7, padding=1)
     ax.set_yscale("symlog", linthresh=10)
+    top = max([v for _, values, _, _ in series for v in values if v is not None] + [10])
+    ax.set_ylim(0, top * 4)  # room for the count labels under the title
     ax.set_ylabel("Questions (symlog scale)")
     ax.set_title("Fig. 5. Error types before and after execution validation")
     ax.tick_params(axis="x", labelrotation=12)

@@ -188,3 +188,7 @@ register_system(SystemSpec(
     "oracle", "Oracle (Gold Program)", "Execute the gold program",
     make=lambda seed: Oracle(), predicts_program=True, needs_choices=False, needs_gold=True,
     trainable=False, uses_train_data=False, strength=100))
+
+# Systems beyond the paper register themselves when their module is imported (issue 8:
+# schema-ev, and the open-ended validators it brings into parsers.validators' registries).
+import parsers.open_ended  # noqa: E402,F401

@@ -100,8 +100,8 @@ class ExecutionValidatedParser(BaseEstimator):
         if ranking is None:
             ranking = self.rank([q.question for q in queries], k)
         ids, scores = ranking
-        if ids.shape[0] != len(queries) or ids.shape[1] < min(k, ids.shape[1]):
-            raise ModelError("ranking does not match the queries")
+        if len(ids) != len(queries):
+            raise ModelError(f"ranking has {len(ids)} rows for {len(queries)} queries")
         runner = as_runner(executor)
         return [self.decide(q, ids[i, :k], scores[i, :k], runner, validator, rule)
                 for i, q in enumerate(queries)]

@@ -239,7 +239,7 @@ def features(view: QuestionView, candidate: Candidate | Shape, lex: SchemaLexico
         f[_INDEX["type_mismatch"]] = float(not fit)
         f[_INDEX["type_exact"]] = float(fit and len(view.expected.allowed) == 1)
     ev = view.evidence
-    rel_ev = [ev[("relation", r)] for r, _ in dict.fromkeys(shape.relations)]
+    rel_ev = [ev[("relation", r)] for r in dict.fromkeys(r for r, _ in shape.relations)]
     if rel_ev:
         f[_INDEX["rel_evidence_mean"]] = sum(rel_ev) / len(rel_ev)
         f[_INDEX["rel_evidence_min"]] = min(rel_ev)
@@ -289,12 +289,122 @@ def features(view: QuestionView, candidate: Candidate | Shape, lex: SchemaLexico
     return f
 
 
+class _Block:
+    """The question-independent part of the features of a sequence of shapes, as arrays,
+    so that a question's features are a handful of numpy operations (the same numbers as
+    :func:`features`, which stays the readable definition; a test holds them equal)."""
+
+    def __init__(self, shapes: Sequence[Shape], lex: SchemaLexicon):
+        rels = sorted(n for k, n in lex.phrases if k == "relation")
+        attrs = sorted(n for k, n in lex.phrases if k == "attribute")
+        vocab = sorted(lex.relational_vocabulary | lex.class_vocabulary)
+        self.rels, self.attrs = rels, attrs
+        self.vocab = {w: i for i, w in enumerate(vocab)}
+        n = len(shapes)
+        self.rel_mask = np.zeros((n, len(rels)), dtype=bool)
+        self.attr_mask = np.zeros((n, len(attrs)), dtype=bool)
+        self.explained = np.zeros((n, len(vocab)), dtype=bool)
+        self.class_explained = np.zeros((n, len(vocab)), dtype=bool)
+        self.count = np.zeros(n, dtype=bool)
+        self.extreme = np.zeros(n, dtype=int)             # +1 Argmax, -1 Argmin
+        self.comparator = np.array([s.comparator or "" for s in shapes], dtype=object)
+        self.year_attr = np.zeros(n, dtype=bool)
+        self.is_bool = np.zeros(n, dtype=bool)
+        self.static = np.zeros((n, 4))                   # bool_verify, steps, hops, inverse_hops
+        self.types = [s.answer_type for s in shapes]
+        for i, shape in enumerate(shapes):
+            for r, _ in shape.relations:
+                self.rel_mask[i, rels.index(r)] = True
+            for a in shape.attributes:
+                self.attr_mask[i, attrs.index(a)] = True
+            rel_words, class_words = _shape_words(shape, lex)
+            for w in rel_words | class_words:
+                self.explained[i, self.vocab[w]] = True
+            for w in class_words:
+                self.class_explained[i, self.vocab[w]] = True
+            self.count[i] = "Count" in shape.ops
+            self.extreme[i] = {"Argmax": 1, "Argmin": -1}.get(shape.extreme, 0)
+            self.year_attr[i] = bool(shape.attributes) and shape.attributes[-1] in lex.year_attributes
+            self.is_bool[i] = shape.answer_type == BOOL
+            self.static[i] = ("VerifyRel" in shape.ops, shape.steps, shape.hops,
+                              sum(d == "-" for _, d in shape.relations))
+        self.n_rel = self.rel_mask.sum(axis=1)
+        self.n_attr = self.attr_mask.sum(axis=1)
+
+    def features(self, view: QuestionView, coverage: np.ndarray) -> np.ndarray:
+        n = len(self.types)
+        f = np.zeros((n, len(FEATURES)))
+        col = _INDEX
+        fits = {t: compatible(view.expected, t) for t in set(self.types)}
+        fit = np.array([fits[t] is True for t in self.types])
+        known = view.expected.known
+        if known:
+            f[:, col["type_match"]] = fit
+            f[:, col["type_mismatch"]] = ~fit
+            if len(view.expected.allowed) == 1:
+                f[:, col["type_exact"]] = fit
+        ev_rel = np.array([view.evidence[("relation", r)] for r in self.rels])
+        ev_attr = np.array([view.evidence[("attribute", a)] for a in self.attrs])
+        has_rel = self.n_rel > 0
+        f[:, col["rel_evidence_mean"]] = np.where(has_rel, (self.rel_mask * ev_rel).sum(axis=1)
+                                                  / np.maximum(self.n_rel, 1), 0.0)
+        f[:, col["rel_evidence_min"]] = np.where(has_rel, np.where(self.rel_mask, ev_rel, np.inf).min(axis=1), 1.0)
+        f[:, col["rel_unevidenced"]] = (self.rel_mask & (ev_rel == 0.0)).sum(axis=1)
+        has_attr = self.n_attr > 0
+        f[:, col["attr_evidence"]] = np.where(has_attr, np.where(self.attr_mask, ev_attr, np.inf).min(axis=1), 0.0)
+        f[:, col["attr_unevidenced"]] = (self.attr_mask & (ev_attr == 0.0)).sum(axis=1)
+        qrel = [self.vocab[w] for w in view.relational_words]
+        qcls = [self.vocab[w] for w in view.class_words]
+        f[:, col["unexplained_relational_words"]] = len(qrel) - self.explained[:, qrel].sum(axis=1)
+        f[:, col["unexplained_class_words"]] = len(qcls) - self.explained[:, qcls].sum(axis=1)
+        f[:, col["explained_class_words"]] = self.class_explained[:, qcls].sum(axis=1)
+        cue = view.count_cue
+        f[:, col["count_with_cue"]] = self.count & cue
+        f[:, col["count_without_cue"]] = self.count & (not cue)
+        f[:, col["cue_without_count"]] = (~self.count) & cue
+        code = {"max": 1, "min": -1, None: 0}
+        ext_cue = np.where(self.year_attr, code[view.extreme_year_cue], code[view.extreme_cue])
+        has_ext = self.extreme != 0
+        f[:, col["extreme_without_cue"]] = has_ext & (ext_cue == 0)
+        f[:, col["extreme_match"]] = has_ext & (ext_cue != 0) & (ext_cue == self.extreme)
+        f[:, col["extreme_mismatch"]] = has_ext & (ext_cue != 0) & (ext_cue != self.extreme)
+        if view.extreme_cue is not None or view.extreme_year_cue is not None:
+            f[:, col["cue_without_extreme"]] = ~has_ext
+        cmp_cue = np.where(self.year_attr, view.compare_year_cue or "", view.compare_cue or "")
+        has_cmp = self.comparator != ""
+        f[:, col["compare_without_cue"]] = has_cmp & (cmp_cue == "")
+        f[:, col["compare_match"]] = has_cmp & (cmp_cue != "") & (cmp_cue == self.comparator)
+        f[:, col["compare_mismatch"]] = has_cmp & (cmp_cue != "") & (cmp_cue != self.comparator)
+        if view.compare_cue is not None:
+            f[:, col["cue_without_compare"]] = (~has_cmp) & self.is_bool
+        f[:, col["bool_verify"]:col["inverse_hops"] + 1] = self.static
+        f[:, col["coverage"]] = coverage
+        return f
+
+
+_BLOCKS: dict[tuple, tuple[_Block, tuple]] = {}
+
+
+def _block(shapes: tuple[Shape, ...], lex: SchemaLexicon) -> _Block:
+    # Shapes live in the enumerator's cache, so their ids are stable; the tuple of shapes is
+    # kept beside the block so the ids cannot be reused while the entry exists.
+    key = (id(lex), tuple(id(s) for s in shapes))
+    hit = _BLOCKS.get(key)
+    if hit is None:
+        if len(_BLOCKS) > 4096:
+            _BLOCKS.clear()
+        hit = _BLOCKS[key] = (_Block(shapes, lex), shapes)
+    return hit[0]
+
+
 def feature_matrix(view: QuestionView, candidates: Sequence[Candidate], lex: SchemaLexicon | None = None) -> np.ndarray:
-    """Features of every candidate of one question (``[n, len(FEATURES)]``)."""
+    """Features of every candidate of one question (``[n, len(FEATURES)]``), row ``i`` equal
+    to ``features(view, candidates[i])``."""
     lex = lex or lexicon()
     if not candidates:
         return np.zeros((0, len(FEATURES)))
-    return np.vstack([features(view, c, lex) for c in candidates])
+    block = _block(tuple(c.shape for c in candidates), lex)
+    return block.features(view, np.array([c.coverage for c in candidates], dtype=float))
 
 
 # ---- the ranker --------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ _OPAQUE = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""'
                      r'|<[^<>"{}|^`\\\x00-\x20]*>'
                      r"|#[^\n]*", re.S)
 # A bare word: not a variable (?x, $x), not part of a prefixed name (sk:born_in, ex:a).
-_BARE_WORD = re.compile(r"(?<![\w?$:\-.])([A-Za-z]+)(?![\w:\-])")
+_BARE_WORD = re.compile(r"(?<![\w?$:@\-.])([A-Za-z]+)(?![\w:\-])")
 
 _SHOWN_QUERY_CHARS = 100
 _SHOWN_BODY_CHARS = 160

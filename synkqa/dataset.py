@@ -487,7 +487,7 @@ Progress = Callable[[str, int, int], None]
 
 
 def build(seed: int = 42, out: Path | None = None, progress: Progress | None = None,
-          sizes: dict[str, int] | None = None) -> Path:
+          sizes: dict[str, int] | None = None, engines: GoldEngines | None = None) -> Path:
     """Generate the three splits and write them atomically; returns the directory.
 
     The files appear together: they are written beside their final names and renamed only
@@ -495,13 +495,14 @@ def build(seed: int = 42, out: Path | None = None, progress: Progress | None = N
     interrupted build leaves an earlier dataset untouched.
 
     :param sizes: split sizes (default :data:`SPLIT_SIZES`); smaller sizes are for tests.
+    :param engines: the gold engines (default: native and Oxigraph on the KB of ``seed``).
     :raises EngineDisagreement: if the engines disagree on any gold program.
     """
     out = paths.dataset_dir(seed) if out is None else Path(out)
     sizes = dict(SPLIT_SIZES if sizes is None else sizes)
     for split in sizes:
         _check_split(split)
-    engines = GoldEngines(seed)
+    engines = GoldEngines(seed) if engines is None else engines
     kb = engines.kb
     manifest = {"format_version": FORMAT_VERSION, "seed": seed, "templates_sha256": templates_digest(),
                 "splits": {}}

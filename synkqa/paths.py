@@ -3,7 +3,9 @@
 Everything a command needs (KB Turtle, on-disk store, dataset, models) is built on first
 use under one cache directory: ``$SYNKQA_HOME`` if set, else ``.synkqa/`` in the current
 directory (so a fresh checkout is self-contained and ``rm -rf .synkqa`` starts over).
-Names carry the seed and scale, so different configurations never overwrite each other.
+Names carry the seed and scale, so different configurations never overwrite each other,
+and everything sits under a ``v<ARTEFACT_VERSION>`` folder: a release that changes what the
+generators write bumps the version, so an old cache is never mistaken for a current one.
 """
 
 from __future__ import annotations
@@ -14,8 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+ARTEFACT_VERSION = 1
+"""Bump when the KB generator, the dataset generator or the model format changes output."""
+
+
 def home() -> Path:
-    root = Path(os.environ.get("SYNKQA_HOME") or ".synkqa")
+    """The cache directory of this artefact version (created if missing)."""
+    root = Path(os.environ.get("SYNKQA_HOME") or ".synkqa") / f"v{ARTEFACT_VERSION}"
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -211,7 +211,8 @@ def test_make_choices_edge_cases(kb_entities):
     options = ds.make_choices(pair, kb_entities, rng)
     assert "Person_00001|Person_00002" in options and all(c.count("|") == 1 for c in options)
     decimal = ds.make_choices(Answer.number("12.5"), kb_entities, rng)
-    assert "12.5" in decimal and all(c.endswith(".5") or "." in c or c.isdigit() for c in decimal)
+    assert "12.5" in decimal and len(set(decimal)) == 10
+    assert all(abs(float(c) - 12.5) <= 1.0 + 1e-9 for c in decimal)   # ten tenths either side
     with pytest.raises(DatasetError, match="empty answer"):
         ds.make_choices(Answer.entities([]), kb_entities, rng)
 
@@ -247,22 +248,43 @@ def test_gold_answers_re_executed_on_both_engines(splits):
         assert r["program"] == to_kqapro(program), r["id"]
 
 
-def test_engine_disagreement_fails_the_build(tmp_path, kb_turtle):
-    """A SPARQL store missing one born_in edge must make the build fail, naming the program."""
+def _engines_without(kb_turtle, relation: str, people: list[str]) -> ds.GoldEngines:
+    """Gold engines whose SPARQL side runs on a copy of the KB missing ``relation`` edges of
+    ``people`` (a real store with different data, so the engines really disagree)."""
     from store.oxigraph import OxigraphStore
 
     engines = ds.GoldEngines(42, 1)
     broken = OxigraphStore()
     broken.load_turtle(kb_turtle)
-    person, city = "Person_00371", engines.kb.birth_city["Person_00371"]
-    broken.raw.remove(_quad(person, "born_in", city))
+    target = {"born_in": engines.kb.birth_city, "works_at": engines.kb.employer}[relation]
+    for person in people:
+        broken.raw.remove(_quad(person, relation, target[person]))
     engines.use_sparql_store(broken)
-    draft = ds.Draft("test", 0, by_name("BirthCountry"), (("Person", person),), "test")
+    return engines
+
+
+def test_engine_disagreement_names_the_program(kb_turtle):
+    engines = _engines_without(kb_turtle, "born_in", ["Person_00371"])
+    draft = ds.Draft("test", 0, by_name("BirthCountry"), (("Person", "Person_00371"),), "test")
     with pytest.raises(EngineDisagreement) as info:
         engines.run(draft)
     message = str(info.value)
     assert "Find(Person_00371);Relate(born_in);Relate(located_in);QueryName()" in message
-    assert "native" in message and "sparql" in message.lower()
+    assert "native:  'Country_" in message and "sparql:  '' (entities)" in message
+    # A program that does not touch the missing edge still agrees.
+    other = ds.Draft("test", 1, by_name("BirthYear"), (("Person", "Person_00371"),), "test")
+    assert engines.run(other)[2].kind == "number"
+
+
+def test_failed_build_leaves_the_earlier_files(tmp_path, kb_turtle, kb_entities):
+    out = ds.build(42, tmp_path / "d", sizes={"test": 2000})
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # Without any works_at edge on the SPARQL side, the first EmployerHQCountry,
+    # WorkAndBornIntersection or VerifyEmployment question disagrees.
+    engines = _engines_without(kb_turtle, "works_at", list(kb_entities.names["Person"]))
+    with pytest.raises(EngineDisagreement):
+        ds.build(42, out, sizes={"validation": 1000, "test": 1000}, engines=engines)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def _quad(subject: str, relation: str, obj: str):

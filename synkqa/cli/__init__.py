@@ -36,4 +36,30 @@ for _module in (_kb, _interop, _language, _dataset, _study, _bench):
 
 
 def main() -> None:
-    app()
+    """Entry point. Usage errors become one line on stderr (exit 2), not a usage panel."""
+    import sys
+
+    try:  # recent typer vendors click; older releases use the click package
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        import click as click_errors
+
+    try:
+        code = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError:
+        sys.exit(2)  # the help text has been printed already
+    except click_errors.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "synkqa"
+        print(f"error: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
+        sys.exit(2)
+    except click_errors.ClickException as exc:
+        print(f"error: {exc.format_message()}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:  # e.g. `synkqa ... | head`
+        sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -58,8 +58,11 @@ def stats_command(
                                              help="Read this dataset directory instead of the cache."),
     json_output: bool = typer.Option(False, "--json", help="Print the statistics as JSON."),
 ) -> None:
-    """Table II (questions, words, program steps, unique answers) and per-template counts,
-    each beside the paper's. Builds the dataset first if it is not cached."""
+    """Table II and per-template counts, beside the paper's.
+
+    Table II: questions, words per question (mean ± std), program steps, unique answers,
+    per split. Builds the dataset first if it is not cached.
+    """
     from synkqa.dataset import SPLITS, dataset_stats
 
     stats = dataset_stats(seed, directory)

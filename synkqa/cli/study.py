@@ -241,8 +241,9 @@ def evaluate_command(
     head = f"{result['title']} on {split} (N={o['n']}, seed {seed}, executor {result['backend']}"
     head += f", k={result['k']})" if "k" in result else ")"
     stdout.print(head)
+    examined = (f" (candidates examined {result['mean_examined']:.2f})" if "mean_examined" in result else "")
     stdout.print(f"answer accuracy {o['accuracy']:.2f} %   program EM {o['program_em']:.2f} %   "
-                 f"executions/question {result['mean_executions']:.2f}")
+                 f"programs executed/question {result['mean_executions']:.2f}{examined}")
     stdout.print(_metrics_table("by hops", result["by_hops"], "hops"))
     stdout.print(_metrics_table("by reasoning type", result["by_reasoning"], "reasoning"))
     from synkqa.templates import templates
