@@ -62,8 +62,10 @@ _OPAQUE = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""'
                      r"|'(?:[^'\\\n]|\\.)*'"
                      r'|<[^<>"{}|^`\\\x00-\x20]*>'
                      r"|#[^\n]*", re.S)
-# A bare word: not a variable (?x, $x), not part of a prefixed name (sk:born_in, ex:a).
-_BARE_WORD = re.compile(r"(?<![\w?$:@\-.])([A-Za-z]+)(?![\w:\-])")
+# A bare word: not a variable (?x, $x), a language tag (@en) or the start of a prefixed
+# name (sk:born_in, ex:a). Deliberately conservative: a word after "." or "-" counts, so
+# a local name like ex:pre-load is refused rather than an update slipping through.
+_BARE_WORD = re.compile(r"(?<![\w?$:@])([A-Za-z]+)(?![\w:])")
 
 _SHOWN_QUERY_CHARS = 100
 _SHOWN_BODY_CHARS = 160

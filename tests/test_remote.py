@@ -154,6 +154,7 @@ UPDATES = [
     "MODIFY GRAPH <http://g> DELETE { ?s ?p ?o } INSERT { ?s ?p 1 } WHERE { ?s ?p ?o }",
     "# a comment\nSELECT * WHERE { ?s ?p ?o } ; INSERT DATA { <http://a> <http://b> <http://c> }",
     "DEFINE sql:log-enable 3 INSERT INTO <http://g> { <http://a> <http://b> <http://c> }",
+    "SELECT * WHERE { ?s ?p ?o }.DELETE WHERE { ?s ?p ?o }",
 ]
 
 
