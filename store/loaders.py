@@ -126,28 +126,35 @@ def load_virtuoso(turtle: Path | str, *, graph: str = DEFAULT_GRAPH, isql: str =
     directory = (server_dir or str(turtle.parent)).rstrip("/") or "/"
     ll_file = f"{directory}/{turtle.name}"
     start = time.perf_counter()
+    login = {"isql": isql, "user": user, "password": password, "binary": binary}
+    # Register the file first: a refused directory or a file the server cannot see fails
+    # here, before the graph is cleared. (load_list remembers loaded files; forget this one
+    # so a reload loads it again.)
+    registered = run_isql(
+        f"DELETE FROM DB.DBA.load_list WHERE ll_file = {_sql_string(ll_file)}; "
+        f"ld_dir({_sql_string(directory)}, {_sql_string(turtle.name)}, {_sql_string(graph)}); "
+        f"SELECT 'SYNKQA_REGISTERED', COUNT(*) FROM DB.DBA.load_list WHERE ll_file = {_sql_string(ll_file)};",
+        **login)
+    if _isql_scalar(registered, "SYNKQA_REGISTERED") == "0":
+        raise EndpointError(f"Virtuoso isql {isql}: bulk loader registered no file {ll_file} "
+                            "(does the server see that path? pass the directory as the server sees it)")
     statements = [
-        # load_list remembers loaded files; forget this one so a reload loads it again.
-        f"DELETE FROM DB.DBA.load_list WHERE ll_file = {_sql_string(ll_file)}",
         f"SPARQL CLEAR GRAPH <{graph}>" if replace else None,
-        f"ld_dir({_sql_string(directory)}, {_sql_string(turtle.name)}, {_sql_string(graph)})",
         "rdf_loader_run()",
         "checkpoint",
         "SELECT 'SYNKQA_LOAD', ll_state, coalesce(ll_error, 'NONE') FROM DB.DBA.load_list "
         f"WHERE ll_file = {_sql_string(ll_file)}",
     ]
-    output = run_isql("; ".join(s for s in statements if s) + ";", isql=isql, user=user,
-                      password=password, binary=binary)
+    output = run_isql("; ".join(s for s in statements if s) + ";", **login)
     rows = [line.split(None, 2) for line in output.splitlines() if line.startswith("SYNKQA_LOAD")]
     if not rows:
-        raise EndpointError(f"Virtuoso isql {isql}: bulk loader registered no file {ll_file} "
-                            "(does the server see that path? pass the directory as the server sees it)")
+        raise EndpointError(f"Virtuoso isql {isql}: no load_list row for {ll_file} after rdf_loader_run()")
     _, state, error = rows[0] + [""] * (3 - len(rows[0]))
     if error.strip() != "NONE" or state.strip() != "2":
         raise EndpointError(f"Virtuoso bulk load of {ll_file} failed (ll_state {state}): {error.strip()}")
     triples = int(_isql_scalar(run_isql(
-        f"SPARQL SELECT 'SYNKQA_COUNT', COUNT(*) FROM <{graph}> WHERE {{ ?s ?p ?o }};",
-        isql=isql, user=user, password=password, binary=binary), "SYNKQA_COUNT"))
+        f"SPARQL SELECT 'SYNKQA_COUNT', COUNT(*) FROM <{graph}> WHERE {{ ?s ?p ?o }};", **login),
+        "SYNKQA_COUNT"))
     return LoadReport("virtuoso", isql, graph, triples, round(time.perf_counter() - start, 3))
 
 

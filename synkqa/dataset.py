@@ -53,9 +53,9 @@ from kopl2sparql.kqapro import to_kqapro
 from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
 from ontology import ENTITY_NS, NS, RDFS
+from store.executor import SparqlExecutor, get_executor, typecheck
 from synkqa import paths
 from synkqa.kbgen import NAME_PREFIX
-from store.executor import SparqlExecutor, get_executor, typecheck
 from synkqa.templates import Template, templates
 
 __all__ = [
@@ -106,8 +106,6 @@ PAPER_TEST_TEMPLATE_COUNTS = {0: 971, 1: 1003, 2: 1502, 3: 1041, 4: 1228, 5: 971
 not publish train or validation counts."""
 
 _CLASS_OF_PREFIX = {prefix: cls for cls, prefix in NAME_PREFIX.items()}
-_RECORD_KEYS = ("id", "split", "question", "choices", "answer", "kopl", "program", "sparql",
-                "template_id", "template", "reasoning", "hops")
 
 
 def entity_class(name: str) -> str:
@@ -204,8 +202,8 @@ def _sample_slots(t: Template, kb: KBEntities, persons: Sequence[str], rng: rand
                   ) -> tuple[tuple[str, str], ...]:
     """Slot values for one question of template ``t`` (constraints in the module docstring)."""
     if t.name == "CompareCityPopulation":
-        (n1, c1), (n2, c2) = t.slots
-        a, b = rng.sample(kb.names[c1], 2)
+        (n1, cls), (n2, _) = t.slots
+        a, b = rng.sample(kb.names[cls], 2)
         return ((n1, a), (n2, b))
     if t.name == "WorkAndBornIntersection":
         person = rng.choice(persons)
@@ -241,7 +239,9 @@ def _numeric_distractors(gold: str, rng: random.Random) -> list[str]:
     unit = Decimal(1).scaleb(min(value.as_tuple().exponent, 0))
     pool = [value + k * unit for k in range(-NUMERIC_RADIUS, NUMERIC_RADIUS + 1)]
     pool = [format_number(v) for v in pool if v >= 0 and v != value]
-    # k = 1..RADIUS are always there, so the pool never has fewer than nine members.
+    # For a non-negative gold value k = 1..RADIUS are always there (at least ten members).
+    if len(pool) < NUM_CHOICES - 1:
+        raise DatasetError(f"cannot draw {NUM_CHOICES - 1} non-negative neighbours of {gold}")
     return rng.sample(pool, NUM_CHOICES - 1)
 
 

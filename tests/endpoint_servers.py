@@ -259,7 +259,7 @@ class FakeEndpoint:
                 except (BrokenPipeError, ConnectionResetError):
                     pass   # the client gave up (time-out tests)
 
-            do_GET = do_POST = _answer
+            do_GET = do_POST = do_PUT = _answer
 
             def log_message(self, *args):
                 pass

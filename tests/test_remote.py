@@ -310,3 +310,34 @@ def test_missing_server_binary_fails_in_ci_and_skips_loudly_elsewhere(monkeypatc
     with pytest.raises(pytest.skip.Exception, match="ENDPOINT TESTS NOT RUN.*install_endpoints.sh"):
         require_binary("no-such-server")
     require_binary("sh")      # present: nothing happens
+
+
+# ---- loader plumbing that needs no server ------------------------------------------------------------
+
+def test_graph_store_urls_beside_query_endpoints():
+    from store.loaders import graph_store_url
+    assert graph_store_url("http://h:7878/query", "oxigraph") == "http://h:7878/store"
+    assert graph_store_url("http://h:3030/synkqa/sparql", "graph-store") == "http://h:3030/synkqa/data"
+    assert graph_store_url("http://h:3030/synkqa/query", "graph-store") == "http://h:3030/synkqa/data"
+
+
+def test_loader_refuses_bad_kinds_iris_and_files(kb_turtle, tmp_path):
+    from store.loaders import load_endpoint, load_graph_store
+    with pytest.raises(ConfigError, match="unknown endpoint kind 'blazegraph'"):
+        load_endpoint(kb_turtle, "blazegraph", endpoint="http://127.0.0.1:1/sparql")
+    with pytest.raises(ConfigError, match="not an absolute IRI"):
+        load_graph_store(kb_turtle, "http://127.0.0.1:1/store", graph="kb graph")
+    with pytest.raises(ConfigError, match="no such Turtle file"):
+        load_graph_store(tmp_path / "missing.ttl", "http://127.0.0.1:1/store")
+    with pytest.raises(ConfigError, match="needs --isql"):
+        load_endpoint(kb_turtle, "virtuoso")
+
+
+def test_graph_store_http_error_is_one_line(fake_endpoint, kb_turtle):
+    from store.loaders import load_graph_store
+    fake_endpoint.respond(403, "The server is read-only", content_type="text/plain")
+    with pytest.raises(EndpointError) as info:
+        load_graph_store(kb_turtle, fake_endpoint.url.replace("/sparql", "/store"), graph="http://g")
+    assert one_line(str(info.value)) and "HTTP 403: The server is read-only" in str(info.value)
+    method, path, params = fake_endpoint.requests[0]
+    assert method == "PUT" and path == "/store" and params["graph"] == ["http://g"]

@@ -23,7 +23,7 @@ SEED = typer.Option(42, "--seed", help="Seed of the KB and of the questions.")
 def build_command(
     seed: int = SEED,
     out: Optional[Path] = typer.Option(None, "--out", file_okay=False, dir_okay=True,
-                                       help="Directory for the files (default: the cache, $SYNKQA_HOME/dataset-seed<N>)."),
+                                       help="Directory for the files (default: the cache, $SYNKQA_HOME/v<version>/dataset-seed<N>)."),
     json_output: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
 ) -> None:
     """Generate train/validation/test JSONL, every gold answer executed on both engines.
