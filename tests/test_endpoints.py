@@ -29,7 +29,7 @@ from kopl2sparql.compiler import compile_program
 from kopl2sparql.errors import EndpointError, ExecutionError, ProgramError, ReadOnlyError, StoreError
 from kopl2sparql.kbindex import KBIndex
 from store.executor import NativeExecutor, SparqlExecutor
-from store.loaders import DEFAULT_GRAPH, count_triples, load_virtuoso, run_isql
+from store.loaders import count_triples, load_virtuoso, run_isql
 from store.remote import EndpointStore
 from tests.endpoint_servers import free_port, kb_samples, random_programs, template_programs
 
