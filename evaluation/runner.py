@@ -325,7 +325,7 @@ def measure_runtime(model: Any, queries: Sequence[Query], executor, k: int = 5,
         runner = ProgramRunner(executor, memo=False, cache=cache)
         predictions: list[Prediction] = []
         rank_s = total_s = 0.0
-        with progress.task(f"time {label} (no memo)", len(queries)) as task:
+        with progress.task(f"time {label} on {timings['backend']} (no memo)", len(queries)) as task:
             for start in range(0, len(queries), CHUNK):
                 part = queries[start:start + CHUNK]
                 t0 = time.perf_counter()
@@ -490,6 +490,20 @@ def run_study(config: StudyConfig, progress: Progress | None = None) -> dict[str
                 timing, tc_preds, ev_preds = measure_runtime(model, queries, executor, k=config.k,
                                                              cache=cache, progress=progress)
                 results["runtime"] = timing
+                if config.backend != "native":
+                    # The paper's executor is an in-process interpreter like our native one:
+                    # time that too, and check that it selects exactly what SPARQL selected.
+                    native = make_executor("native", seed=config.kb_seed, scale=config.scale)
+                    native_timing, tc_native, ev_native = measure_runtime(
+                        model, queries, native, k=config.k, progress=progress)
+                    results["runtime"]["native"] = native_timing
+                    results["cross_engine"] = {
+                        "engines": [getattr(executor, "name", config.backend), "native"],
+                        "questions": len(queries),
+                        "tc_disagreements": sum((a.program, a.answer) != (b.program, b.answer)
+                                                for a, b in zip(tc_preds, tc_native)),
+                        "ev_tc_disagreements": sum((a.program, a.answer, a.candidates) != (b.program, b.answer, b.candidates)
+                                                   for a, b in zip(ev_preds, ev_native))}
             else:
                 with progress.task(f"answer with tc (seed {seed})", len(queries)) as task:
                     tc_preds = answer_all(model, queries, runner, ranking, task=task)

@@ -33,7 +33,7 @@ numbers plain decimal literals (re-rendered canonically). A program cannot injec
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import lru_cache
 from typing import Literal, Union
@@ -41,7 +41,7 @@ from typing import Literal, Union
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ProgramError, ProgramTypeError, unknown_name_message
 from kopl2sparql.interpreter import VALUE_WORDS, parse_number
-from kopl2sparql.program import COMPARATORS, OPERATORS, Program, Step, ValueType
+from kopl2sparql.program import COMPARATORS, OPERATORS, ArgKind, Program, Step, ValueType
 from kopl2sparql.typecheck import entity_class
 from ontology import ENTITY_NS, NS, schema
 
@@ -117,6 +117,7 @@ class CompiledQuery:
     guards: tuple[Guard, ...] = ()
     check: AttrCheck | None = None
     steps: int = 0
+    prepared: "Prepared | None" = field(default=None, compare=False, repr=False)
 
     def describe_guards(self) -> str:
         """One line for the checks made before the query, e.g.
@@ -656,10 +657,157 @@ class _Compiler:
         return tuple(sorted(guards, key=lambda g: g.step))
 
 
+# ---- prepared queries: compile one program per shape, substitute names for the rest ---------
+
+_ENTITY_ARGS = {name: tuple(i for i, kind in enumerate(op.args) if kind is ArgKind.ENTITY)
+                for name, op in OPERATORS.items()}
+_ENTITY_TOKEN = re.compile(r"ske:([A-Za-z0-9_]+)")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A compiled query with its entity names cut out: ``pieces`` interleaved with names.
+
+    ``slots[k]`` says which of ``names`` goes between ``pieces[k]`` and ``pieces[k + 1]``
+    (names are numbered in order of first appearance in the program). Programs of the same
+    shape share one ``pieces`` tuple, so it is also what batches are grouped by.
+    """
+
+    pieces: tuple[str, ...]
+    slots: tuple[int, ...]
+    names: tuple[str, ...]
+
+    def text(self, names: tuple[str, ...] | None = None) -> str:
+        """The query text with ``names`` (default: this program's own) in the slots."""
+        names = self.names if names is None else names
+        out = [self.pieces[0]]
+        for slot, piece in zip(self.slots, self.pieces[1:]):
+            out.append(names[slot])
+            out.append(piece)
+        return "".join(out)
+
+
+def _shape(steps: tuple[Step, ...]) -> tuple[tuple, tuple[str, ...]] | None:
+    """``(key, names)``: the program with its entity names abstracted, and the names.
+
+    Everything the compiler's output depends on stays in the key: the operators and their
+    other arguments, each entity's class (it picks variable names), which entity arguments
+    are the same entity (And of one entity twice, guard de-duplication) and the order of
+    the distinct names (Or of constants sorts them). ``None`` when a name is not a canonical
+    entity name: such programs are compiled directly (and usually refused).
+    """
+    names: list[str] = []
+    index: dict[str, int] = {}
+    key = []
+    for step in steps:
+        positions = _ENTITY_ARGS.get(step.op)
+        if not positions:
+            key.append((step.op, step.args))
+            continue
+        args = list(step.args)
+        for i in positions:
+            if i >= len(args):
+                return None
+            name = args[i]
+            if not isinstance(name, str):
+                return None
+            k = index.get(name)
+            if k is None:
+                cls = entity_class(name)
+                if cls is None:
+                    return None
+                k = index[name] = len(names)
+                names.append(name)
+            else:
+                cls = None                      # the class is in the key at first appearance
+            args[i] = (k, cls)
+        key.append((step.op, tuple(args)))
+    order = tuple(sorted(range(len(names)), key=names.__getitem__))
+    return (tuple(key), order), tuple(names)
+
+
+def _cut(text: str, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """Split ``text`` at every ``ske:<name>`` of a program entity (``None`` if a token is not one)."""
+    slot_of = {name: k for k, name in enumerate(names)}
+    pieces, slots, last = [], [], 0
+    for m in _ENTITY_TOKEN.finditer(text):
+        k = slot_of.get(m.group(1))
+        if k is None:
+            return None
+        pieces.append(text[last:m.start(1)])
+        slots.append(k)
+        last = m.end(1)
+    pieces.append(text[last:])
+    return tuple(pieces), tuple(slots)
+
+
+def _prepare(compiled: CompiledQuery, names: tuple[str, ...]):
+    """The reusable parts of ``compiled``: query and singleton-guard texts cut at the names."""
+    main = _cut(compiled.sparql, names)
+    if main is None:
+        return None
+    guards = []
+    for g in compiled.guards:
+        if isinstance(g, SingletonGuard):
+            cut = _cut(g.sparql, names)
+            if cut is None:
+                return None
+            guards.append(cut)
+        else:
+            guards.append(None)
+    return compiled, names, main, tuple(guards)
+
+
+def _instantiate(prototype, names: tuple[str, ...]) -> CompiledQuery:
+    """The prototype's compiled query for another program of the same shape."""
+    compiled, old, (pieces, slots), guard_cuts = prototype
+    rename = dict(zip(old, names))
+    guards = []
+    for g, cut in zip(compiled.guards, guard_cuts):
+        if isinstance(g, EntityGuard):
+            guards.append(EntityGuard(g.step, rename[g.name]))
+        elif isinstance(g, AttributeGuard):
+            guards.append(AttributeGuard(g.step, rename[g.name], g.attribute))
+        else:
+            guards.append(SingletonGuard(g.step, g.attribute, Prepared(cut[0], cut[1], names).text()))
+    check = compiled.check
+    if check is not None and check.entity is not None:
+        check = AttrCheck(check.step, check.attribute, check.member_variable, rename[check.entity])
+    prepared = Prepared(pieces, slots, names)
+    return CompiledQuery(prepared.text(), compiled.form, compiled.variable, tuple(guards), check,
+                         compiled.steps, prepared)
+
+
+_PREPARED: dict[tuple, tuple] = {}
+_PREPARED_MAX = 65536
+
+
 @lru_cache(maxsize=65536)
 def _compile_steps(steps: tuple[Step, ...]) -> CompiledQuery:
+    shape = _shape(steps)
+    if shape is not None:
+        key, names = shape
+        prototype = _PREPARED.get(key)
+        if prototype is not None:
+            return _instantiate(prototype, names)
     compiler = _Compiler(steps)
-    return compiler.finish(compiler.run())
+    compiled = compiler.finish(compiler.run())
+    if shape is None:
+        return compiled
+    prototype = _prepare(compiled, names)
+    if prototype is None:
+        return compiled
+    if len(_PREPARED) >= _PREPARED_MAX:     # bounded: shapes with numbers in them are unbounded
+        _PREPARED.clear()
+    _PREPARED[key] = prototype
+    # The prototype program itself gets the same record its siblings get.
+    return _instantiate(prototype, names)
+
+
+def clear_caches() -> None:
+    """Forget compiled queries and prepared shapes (benchmarks measure cold compilation)."""
+    _compile_steps.cache_clear()
+    _PREPARED.clear()
 
 
 def compile_program(program: Program) -> CompiledQuery:
@@ -683,4 +831,4 @@ def compile_program(program: Program) -> CompiledQuery:
 
 
 __all__ = ["compile_program", "CompiledQuery", "EntityGuard", "AttributeGuard", "SingletonGuard", "AttrCheck", "Guard",
-           "PREFIX_LINES"]
+           "PREFIX_LINES", "Prepared", "clear_caches"]

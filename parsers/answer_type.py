@@ -189,6 +189,7 @@ class ExpectedType:
 
 UNKNOWN = ExpectedType(frozenset(), "")
 _LOCATION = frozenset(("City", "Country"))
+_AGENTS = frozenset(("Person", "Organization"))
 
 
 def _head(words: list[str], start: int, lexicon, window: int = 7) -> tuple[frozenset[str], str] | None:
@@ -198,7 +199,12 @@ def _head(words: list[str], start: int, lexicon, window: int = 7) -> tuple[froze
     i, end = start, min(len(words), start + window)
     while i < end:
         w = words[i]
-        if w.startswith("<"):                     # an entity mention ends the noun phrase
+        if w.startswith("<"):
+            # "which of Org_1's workers", "who among City_2's people": a partitive goes on
+            # to the noun after the mention; any other mention ends the noun phrase.
+            if i > start and words[i - 1] in ("of", "among"):
+                i += 1
+                continue
             return None
         if w not in _SKIP_NOUNS:
             for n in range(min(longest, len(words) - i), 0, -1):
@@ -230,7 +236,8 @@ def _wh_type(words: list[str], i: int, lexicon, nouns: list[str]) -> ExpectedTyp
             return ExpectedType(frozenset((QUANTITY, YEAR, COUNT)), f"how {nxt}")
         return None
     if w in ("who", "whom"):
-        return ExpectedType(frozenset(("Person",)), w)
+        # Mostly people, but organisations act too ("Who employs Person_1?").
+        return ExpectedType(_AGENTS, w)
     if w == "when":
         return ExpectedType(frozenset((YEAR,)), w)
     if w == "where":

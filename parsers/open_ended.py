@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
 import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
@@ -46,9 +47,19 @@ DEFAULT_VALIDATOR = "options-if-given+open"
 NO_TEMPLATE = -1
 """``template_id`` recorded for a candidate that matches none of the nine templates."""
 
-_MODEL_VERSION = 1
-MODEL_KEY = f"{SYSTEM_NAME}-v{_MODEL_VERSION}-" + hashlib.sha256(",".join(FEATURES).encode()).hexdigest()[:6]
-"""Cache key of trained models: changes with the feature set, so a stale model is never loaded."""
+def _code_fingerprint() -> str:
+    """Hash of the modules that decide what a trained model means (features, cues,
+    enumeration), so a cached model trained by other code is never loaded."""
+    from pathlib import Path
+    digest = hashlib.sha256(",".join(FEATURES).encode())
+    here = Path(__file__).parent
+    for name in ("answer_type.py", "enumerate.py", "schema_ranker.py"):
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()[:8]
+
+
+MODEL_KEY = f"{SYSTEM_NAME}-{_code_fingerprint()}"
+"""Cache key of trained models (see :func:`_code_fingerprint`)."""
 
 _ENTITY = re.compile(r"\b(Person|City|Country|Org)_[0-9]+\b")
 
@@ -118,6 +129,13 @@ class SchemaValidatedParser(BaseEstimator):
         all k, take the best-scoring passing one).
     :param C, max_questions, hard_rounds, random_state: the ranker's (:class:`SchemaRanker`).
     :param max_hops: longest relation chain the enumerator builds.
+    :param rollback_confidence: open-ended only: candidates the ranker prefers the top one
+        to with at least this pairwise probability (``sigmoid(score gap)``, the ranker
+        being a pairwise logistic model) are not rolled back to; when nothing closer
+        passes, the top candidate's own answer (possibly empty) is returned. An empty answer
+        is a fair answer to "which company in City_X ..." when City_X has none; a far-worse
+        program that happens to find something is not. ``None``: roll back to any of the k.
+        With options, every one of the k may be tried (the options are evidence enough).
 
     Learned: ``ranker_``. :meth:`fit` takes gold program texts or template ids.
     """
@@ -126,8 +144,9 @@ class SchemaValidatedParser(BaseEstimator):
     needs_choices = False
 
     def __init__(self, k: int = 10, validator: str | Validator = DEFAULT_VALIDATOR,
-                 selection: str | SelectionRule = "first", C: float = 1.0, max_questions: int = 3000,
-                 hard_rounds: int = 1, random_state: int = 0, max_hops: int = MAX_HOPS):
+                 selection: str | SelectionRule = "first", C: float = 10.0, max_questions: int = 3000,
+                 hard_rounds: int = 1, random_state: int = 0, max_hops: int = MAX_HOPS,
+                 rollback_confidence: float | None = 0.9):
         self.k = k
         self.validator = validator
         self.selection = selection
@@ -136,6 +155,7 @@ class SchemaValidatedParser(BaseEstimator):
         self.hard_rounds = hard_rounds
         self.random_state = random_state
         self.max_hops = max_hops
+        self.rollback_confidence = rollback_confidence
 
     # -- training
     def fit(self, questions, targets) -> "SchemaValidatedParser":
@@ -205,6 +225,9 @@ class SchemaValidatedParser(BaseEstimator):
         rule = rule or get_selection(self.selection)
         ranked = ranker.rank(query.question, enumerate_programs(query.question, max_hops=self.max_hops))
         top = ranked[:int(self.k)]
+        if top and query.choices is None and self.rollback_confidence is not None:
+            margin = math.log(self.rollback_confidence / (1.0 - self.rollback_confidence))
+            top = [(c, s) for c, s in top if s >= top[0][1] - margin]
         if not top:
             return Prediction(query.id, None, None, template_id=None, fallback=True)
         seen: list[Trial] = []

@@ -134,6 +134,13 @@ _MIN = frozenset(("least", "fewest", "smallest", "lowest", "shortest", "poorest"
 _YEAR_MAX = frozenset(("youngest", "newest", "latest"))
 _YEAR_MIN = frozenset(("oldest", "earliest"))
 _EQUAL = frozenset(("same", "equal", "identical"))
+# Gradable adjectives name the dimension they grade: "taller" is about height, "older"
+# about age, "more populous" about population. The noun is added as *evidence* for items
+# labelled with it (never as a word the program must explain).
+_ADJECTIVE_NOUNS = {"tall": "height", "short": "height", "old": "age", "young": "age",
+                    "rich": "wealth", "poor": "wealth", "wealthy": "wealth", "populous": "population",
+                    "populated": "population", "crowded": "population", "big": "size", "large": "size",
+                    "small": "size", "huge": "size", "tiny": "size"}
 _AT_LEAST = re.compile(r"\b(at least|no less than|no fewer than|or more|not less than|not fewer than)\b")
 _AT_MOST = re.compile(r"\b(at most|no more than|or less|or fewer|not more than)\b")
 _COUNT = re.compile(r"\b(how many|number of|count|total of)\b")
@@ -169,6 +176,12 @@ class QuestionView:
             for base in _degree_bases(w):
                 if stem(base) in vocabulary:
                     stems.add(stem(base))
+        literal = frozenset(stems)
+        for w in words:
+            for form in (w, *_degree_bases(w)):
+                noun = _ADJECTIVE_NOUNS.get(form)
+                if noun is not None:
+                    stems.add(stem(noun))
         stems = frozenset(stems)
         text = " ".join(t.text for t in tokens)
         wordset = set(words)
@@ -195,7 +208,7 @@ class QuestionView:
         compare_year = comparator(_YEAR_GT, _YEAR_LT) if wordset & (_YEAR_GT | _YEAR_LT) else compare
         evidence = {item: max((len(p & stems) / len(p) for p in phrases), default=0.0)
                     for item, phrases in lex.phrases.items()}
-        return cls(question, stems, stems & lex.relational_vocabulary, stems & lex.class_vocabulary,
+        return cls(question, stems, literal & lex.relational_vocabulary, literal & lex.class_vocabulary,
                    expected_type(question), bool(_COUNT.search(text)), extreme, extreme_year,
                    compare, compare_year, evidence, sum(t.is_entity for t in tokens))
 
@@ -433,7 +446,7 @@ class SchemaRanker(BaseEstimator):
     ``unreachable_`` (training questions whose gold program the enumerator does not build).
     """
 
-    def __init__(self, C: float = 1.0, max_questions: int = 3000, hard_rounds: int = 1,
+    def __init__(self, C: float = 10.0, max_questions: int = 3000, hard_rounds: int = 1,
                  hard_weight: float = 3.0, random_state: int = 0):
         self.C = C
         self.max_questions = max_questions

@@ -9,8 +9,9 @@ schema-aware parser (:mod:`parsers.open_ended`) can use them, alone or combined 
 ``answer-type``       the program's answer type fits the type the *question* asks for
                       (:func:`parsers.answer_type.expected_type`); questions whose type
                       the rules cannot tell are not judged
-``trace``             EVER-style: every step of the program runs (the executor's trace —
-                      on a SPARQL store, each program prefix compiled and queried) and the
+``trace``             EVER-style: every step of the program runs (on a SPARQL store each
+                      program prefix is compiled and queried; other engines give their
+                      trace) and the
                       candidate is rejected at the first step whose value is empty or of
                       a class the type checker did not expect; the outcome names the step
                       (``trace-empty@2``: step 2 gave nothing)
@@ -29,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from kopl2sparql.answer import Answer
 from kopl2sparql.errors import ExecutionError, ProgramError
 from kopl2sparql.program import ValueType
 from kopl2sparql.typecheck import check, entity_class
@@ -121,36 +123,33 @@ class TraceValidator:
         key = (id(runner.executor), program)
         if runner.memo and key in self._cache:
             return self._cache[key]
-        verdict = self._judge(program, runner)
+        verdict = self._judge(program, execution, runner)
         if runner.memo:
             if len(self._cache) > 200_000:
                 self._cache.clear()
             self._cache[key] = verdict
         return verdict
 
-    def _judge(self, program: str, runner: ProgramRunner) -> Verdict:
+    def _judge(self, program: str, execution: Execution, runner: ProgramRunner) -> Verdict:
         try:
             checked = _checked(program)
         except ProgramError as exc:
             return ScoredVerdict(False, ILL_TYPED, detail=str(exc).splitlines()[0])
-        from kopl2sparql.syntax import parse
-        trace = getattr(runner.executor, "trace", None)
-        if trace is None:                      # an executor without traces cannot be judged
-            return Verdict.ok()
         try:
-            steps = trace(parse(program))
+            values = _step_values(checked.program, execution, runner.executor)
         except ExecutionError as exc:
             done = len(getattr(exc, "trace", None) or [])
             return ScoredVerdict(False, f"{TRACE_ERROR}@{done + 1}", step=done + 1,
                                  detail=str(exc).splitlines()[0])
+        if values is None:                     # an executor without traces cannot be judged
+            return Verdict.ok()
         consumers: dict[int, str] = {}
         for st in checked.steps:
             for value in st.inputs:
                 consumers[value.step] = st.step.op
         score = 0.0
-        for i, (st, got) in enumerate(zip(checked.steps, steps)):
+        for i, (st, answer) in enumerate(zip(checked.steps, values)):
             want = st.output
-            answer = got.value
             n = i + 1
             if want.type in (ValueType.ENTITIES, ValueType.NAMES):
                 if answer.kind != "entities":
@@ -178,6 +177,40 @@ class TraceValidator:
 
     def __repr__(self) -> str:
         return "TraceValidator()"
+
+
+def _step_values(program, execution: Execution, executor) -> list[Answer] | None:
+    """The value every step of ``program`` pushes.
+
+    On a SPARQL executor (one with ``run_compiled``) each program prefix is compiled with
+    :func:`~kopl2sparql.compiler.compile_program` and queried, except where the value is
+    already known: a ``Find`` pushes its entity (the full run checked that it exists), a
+    ``QueryName`` renders the set below it, and the last step's value is the answer the
+    candidate's execution gave (if it gave one). Other executors give their ``trace``.
+
+    :raises ExecutionError: with ``trace`` set to the values of the steps before the failing one.
+    """
+    steps = program.steps
+    run_compiled = getattr(executor, "run_compiled", None)
+    if run_compiled is None:
+        trace = getattr(executor, "trace", None)
+        return None if trace is None else [t.value for t in trace(program)]
+    from kopl2sparql.compiler import compile_program
+    values: list[Answer] = []
+    for n, step in enumerate(steps, start=1):
+        if n == len(steps) and execution.answer is not None:
+            values.append(execution.answer)
+        elif step.op == "Find":
+            values.append(Answer.entities(step.args[:1]))
+        elif step.op == "QueryName" and values:
+            values.append(values[-1])
+        else:
+            try:
+                values.append(run_compiled(compile_program(program.prefix(n))))
+            except ExecutionError as exc:
+                exc.trace = values
+                raise
+    return values
 
 
 class OptionsIfGivenValidator:

@@ -12,7 +12,10 @@ entity, ``QueryAttr`` on anything but one entity having the attribute).
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, Union, runtime_checkable
+
+import pyoxigraph as ox
 
 from kopl2sparql.answer import Answer
 from kopl2sparql.compiler import AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program
@@ -20,11 +23,18 @@ from kopl2sparql.errors import (ConfigError, EngineDisagreement, ExecutionError,
                                 StoreError, unknown_name_message)
 from kopl2sparql.interpreter import Interpreter, TraceStep
 from kopl2sparql.kbindex import KBIndex
-from kopl2sparql.program import Program
+from kopl2sparql.program import OPERATORS, ArgKind, Program
 from ontology import ENTITY_NS, NS, RDF_TYPE
-from store.results import SelectResult
+from store.oxigraph import OxigraphStore
+from store.results import SelectResult, term_value
 
 BACKENDS = ("native", "oxigraph")
+
+BATCH_SIZE = 256
+"""Programs per batched query: big enough to spread the per-query cost (about 15 µs in
+pyoxigraph, a round trip over HTTP), small enough to keep VALUES joins cheap."""
+FACTS_PER_QUERY = 500
+"""Facts per fact-check query against an endpoint (keeps requests to a few kB)."""
 
 
 @runtime_checkable
@@ -45,7 +55,35 @@ class Executor(Protocol):
 # ---- type checking before execution ------------------------------------------------------
 
 _checker = None            # the type checker's ``check``, resolved on first use; False if absent
-_checked_ok: set = set()   # steps of programs that passed (passing does not depend on spans)
+_entity_class = None       # kopl2sparql.typecheck.entity_class, resolved with the checker
+_checked_ok: set = set()   # type shapes of programs that passed (see _type_shape)
+_ENTITY_ARGS = {name: tuple(i for i, kind in enumerate(op.args) if kind is ArgKind.ENTITY)
+                for name, op in OPERATORS.items()}
+
+
+def _type_shape(steps) -> tuple | None:
+    """The program with each entity name replaced by its class, or ``None``.
+
+    The checker reads an entity name only through its class (``entity_class``), so two
+    programs with the same shape pass or fail together: one check serves every slot filling
+    of a template. ``None`` (always check) for a name without a known class.
+    """
+    key = []
+    for step in steps:
+        positions = _ENTITY_ARGS.get(step.op)
+        if not positions:
+            key.append((step.op, step.args))
+            continue
+        args = list(step.args)
+        for i in positions:
+            if i >= len(args) or not isinstance(args[i], str):
+                return None
+            cls = _entity_class(args[i])
+            if cls is None:
+                return None
+            args[i] = (cls,)                 # a tuple: never equal to a text argument
+        key.append((step.op, tuple(args)))
+    return tuple(key)
 
 
 def typecheck(program: Program) -> None:
@@ -53,19 +91,28 @@ def typecheck(program: Program) -> None:
 
     :raises ProgramError: for an ill-typed program.
     """
-    global _checker
+    global _checker, _entity_class
     if _checker is None:
         try:
-            from kopl2sparql.typecheck import check
-            _checker = check
+            from kopl2sparql.typecheck import check, entity_class
+            _checker, _entity_class = check, entity_class
         except ImportError:
             _checker = False
-    if _checker is False or program.steps in _checked_ok:
+    if _checker is False:
+        return
+    try:
+        key = _type_shape(program.steps)
+        hit = key is not None and key in _checked_ok
+    except TypeError:                        # unhashable arguments: the checker says why
+        key, hit = None, False
+    if hit:
         return
     _checker(program)
+    if key is None:
+        return
     if len(_checked_ok) > 200_000:           # bound the memory of a long-running process
         _checked_ok.clear()
-    _checked_ok.add(program.steps)
+    _checked_ok.add(key)
 
 
 # ---- the native engine ---------------------------------------------------------------------
@@ -87,6 +134,59 @@ class NativeExecutor:
         typecheck(program)
         return self.interpreter.trace(program)
 
+    def execute_many(self, programs: Sequence[Program], *, workers: int = 1) -> list[Outcome]:
+        """Every program's outcome, in order: its Answer, or the error it raises.
+
+        ``workers > 1`` splits the list over that many forked processes (Linux/macOS),
+        which share the index copy-on-write; below :data:`PARALLEL_MIN` programs, or where
+        fork is unavailable, it runs here.
+        """
+        if workers > 1 and len(programs) >= PARALLEL_MIN and _can_fork():
+            return _forked(self, list(programs), workers)
+        return [_outcome_of(self.execute, p) for p in programs]
+
+
+Outcome = Union[Answer, ExecutionError, ProgramError]
+"""What ``execute_many`` returns per program: the answer, or the error ``execute`` raises."""
+
+PARALLEL_MIN = 2000
+"""Below this many programs a batch is not worth forking for (a pool costs ~30 ms)."""
+
+
+def _outcome_of(run, program) -> Outcome:
+    try:
+        return run(program)
+    except (ExecutionError, ProgramError) as exc:
+        return exc
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+_FORKED = None   # the executor a forked worker runs (inherited, never pickled)
+
+
+def _forked_chunk(chunk: list[Program]) -> list[Outcome]:
+    return _FORKED.execute_many(chunk)           # errors pickle with their attributes
+
+
+def _forked(executor, programs: list[Program], workers: int) -> list[Outcome]:
+    """Run ``executor.execute_many`` on ``workers`` forked processes, one contiguous chunk each."""
+    import multiprocessing
+
+    global _FORKED
+    size = -(-len(programs) // workers)
+    chunks = [programs[i:i + size] for i in range(0, len(programs), size)]
+    _FORKED = executor
+    try:
+        with multiprocessing.get_context("fork").Pool(len(chunks)) as pool:
+            parts = pool.map(_forked_chunk, chunks)
+    finally:
+        _FORKED = None
+    return [outcome for part in parts for outcome in part]
+
 
 # ---- SPARQL on a store ---------------------------------------------------------------------
 
@@ -103,6 +203,11 @@ class SparqlExecutor:
         self.store = store
         self.name = name
         self._known: set[tuple[str, str]] = set()     # (entity name, property IRI) found
+        # An in-process pyoxigraph store is queried directly: the compiler only emits
+        # read-only SELECT/ASK text, so OxigraphStore.query's update screening and row
+        # limits are not needed, and a fact is one triple-index lookup instead of a query.
+        self._raw = store.raw if isinstance(store, OxigraphStore) else None
+        self._batch_plans: dict[tuple, _BatchPlan | None] = {}
 
     def execute(self, program: Program) -> Answer:
         typecheck(program)
@@ -136,8 +241,42 @@ class SparqlExecutor:
             raise ExecutionError(f"unknown entity '{missing.name}'", step=missing.step)
         if isinstance(missing, AttributeGuard):
             raise ExecutionError(f"{missing.name} has no {missing.attribute}", step=missing.step)
-        result = self.store.query(compiled.sparql)
+        result = self._query(compiled.sparql)
         return decode(compiled, result)
+
+    def _query(self, sparql: str):
+        raw = self._raw
+        if raw is None:
+            return self.store.query(sparql)
+        try:
+            result = raw.query(sparql)
+            if isinstance(result, ox.QueryBoolean):
+                return bool(result)
+            variables = tuple(v.value for v in result.variables)
+            return SelectResult(variables, [tuple(map(term_value, solution)) for solution in result])
+        except (SyntaxError, OSError, RuntimeError) as exc:
+            raise StoreError(f"query failed: {exc}") from None
+
+    def _facts_found(self, facts) -> set[tuple[str, str]]:
+        """Which (entity name, property IRI) facts hold: one query (or index lookups) for all."""
+        facts = list(facts)
+        if not facts:
+            return set()
+        raw = self._raw
+        if raw is not None:
+            graph = ox.DefaultGraph()
+            return {(name, prop) for name, prop in facts
+                    if next(iter(raw.quads_for_pattern(ox.NamedNode(ENTITY_NS + name), ox.NamedNode(prop),
+                                                       None, graph)), None) is not None}
+        found: set[tuple[str, str]] = set()
+        for start in range(0, len(facts), FACTS_PER_QUERY):
+            # Names were validated by the compiler ([A-Za-z0-9_]+), so they are safe here.
+            rows = " ".join(f"(<{ENTITY_NS}{name}> <{prop}>)" for name, prop in facts[start:start + FACTS_PER_QUERY])
+            result = self.store.query("SELECT DISTINCT ?entity ?property WHERE {\n"
+                                      f"  VALUES (?entity ?property) {{ {rows} }}\n"
+                                      "  ?entity ?property ?value .\n}")
+            found |= {(_entity_name(e), p) for e, p in _select(result).rows}
+        return found
 
     def _missing_fact(self, compiled: CompiledQuery) -> EntityGuard | AttributeGuard | None:
         """The first entity or attribute guard that fails (one query for all unknown facts)."""
@@ -153,17 +292,85 @@ class SparqlExecutor:
                 pending.setdefault(fact, g)
         if not pending:
             return None
-        # Names were validated by the compiler ([A-Za-z0-9_]+), so they are safe here.
-        rows = " ".join(f"(<{ENTITY_NS}{name}> <{prop}>)" for name, prop in pending)
-        result = self.store.query("SELECT DISTINCT ?entity ?property WHERE {\n"
-                                  f"  VALUES (?entity ?property) {{ {rows} }}\n"
-                                  "  ?entity ?property ?value .\n}")
-        found = {(_entity_name(e), p) for e, p in _select(result).rows}
+        found = self._facts_found(pending)
         self._known |= found
         return min((g for fact, g in pending.items() if fact not in found), key=lambda g: g.step, default=None)
 
+    # ---- many programs at once ----------------------------------------------------------
+
+    def execute_many(self, programs: Sequence[Program], *, batch_size: int = BATCH_SIZE,
+                     workers: int = 1) -> list[Outcome]:
+        """Every program's outcome, in order: its Answer, or the error it raises.
+
+        The same answers and errors as :meth:`execute`, with fewer queries: the facts all
+        programs need are checked together, and programs of one prepared shape (the same
+        template with other entities) run as one query per ``batch_size`` programs, their
+        entities bound by ``VALUES`` and the rows split by entity again (see
+        :class:`_BatchPlan` for which shapes qualify; the others run one by one).
+        ``workers > 1`` runs the queries from that many threads (pyoxigraph evaluates
+        without holding the GIL; an endpoint answers several requests at once).
+        """
+        outcomes: list[Outcome | None] = [None] * len(programs)
+        compiled: list[tuple[int, CompiledQuery]] = []
+        for i, program in enumerate(programs):
+            try:
+                typecheck(program)
+                compiled.append((i, compile_program(program)))
+            except ProgramError as exc:
+                outcomes[i] = exc
+        # Every fact any program needs, known or not, in one go.
+        pending = {fact for _, c in compiled for fact in _facts(c) if fact not in self._known}
+        found = self._facts_found(sorted(pending))
+        self._known |= found
+        missing = pending - found
+        groups: dict[tuple, list[tuple[int, CompiledQuery]]] = {}
+        singles: list[tuple[int, CompiledQuery]] = []
+        for i, c in compiled:
+            plan = self._batch_plan(c)
+            if plan is None:
+                singles.append((i, c))
+                continue
+            failed = min((g for g in c.guards if _fact(g) in missing), key=lambda g: g.step, default=None)
+            if failed is not None:
+                outcomes[i] = _fact_error(failed)
+            else:
+                groups.setdefault(plan.key, []).append((i, c))
+        jobs = [(self._batch_plans[key], members[start:start + batch_size])
+                for key, members in groups.items() for start in range(0, len(members), batch_size)]
+
+        def run_job(job):
+            plan, members = job
+            return members, plan.run(self._query, members)
+
+        def run_single(item):
+            i, c = item
+            return [(i, c)], [_outcome_of(self.run_compiled, c)]
+
+        work = [(run_job, j) for j in jobs] + [(run_single, item) for item in singles]
+        if workers > 1 and len(work) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(workers) as pool:
+                results = list(pool.map(lambda w: w[0](w[1]), work))
+        else:
+            results = [fn(arg) for fn, arg in work]
+        for members, answers in results:
+            for (i, _), outcome in zip(members, answers):
+                outcomes[i] = outcome
+        return outcomes
+
+    def _batch_plan(self, compiled: CompiledQuery) -> "_BatchPlan | None":
+        prepared = compiled.prepared
+        if prepared is None:
+            return None
+        key = (prepared.pieces, prepared.slots, compiled.form, compiled.variable)
+        try:
+            return self._batch_plans[key]
+        except KeyError:
+            plan = self._batch_plans[key] = _BatchPlan.make(key, compiled)
+            return plan
+
     def _check_singleton(self, guard: SingletonGuard) -> None:
-        row = _select(self.store.query(guard.sparql)).as_dicts()
+        row = _select(self._query(guard.sparql)).as_dicts()
         row = row[0] if row else {}
         members, values = int(row.get("members") or 0), int(row.get("values") or 0)
         if members != 1:
@@ -172,6 +379,102 @@ class SparqlExecutor:
                                  step=guard.step)
         if values == 0:
             raise ExecutionError(f"{_entity_name(row['member'])} has no {guard.attribute}", step=guard.step)
+
+
+def _fact(guard) -> tuple[str, str] | None:
+    if isinstance(guard, EntityGuard):
+        return guard.name, RDF_TYPE
+    if isinstance(guard, AttributeGuard):
+        return guard.name, NS + guard.attribute
+    return None
+
+
+def _facts(compiled: CompiledQuery):
+    return (f for f in map(_fact, compiled.guards) if f is not None)
+
+
+def _fact_error(guard) -> ExecutionError:
+    if isinstance(guard, EntityGuard):
+        return ExecutionError(f"unknown entity '{guard.name}'", step=guard.step)
+    return ExecutionError(f"{guard.name} has no {guard.attribute}", step=guard.step)
+
+
+class _BatchPlan:
+    """One query for many programs of one prepared shape.
+
+    The shape's text with its entities as variables ``?_k0``, ``?_k1``... bound by a
+    ``VALUES`` block at the top of the outermost group: a join with the inline data, so
+    each program's solutions are exactly the rows carrying its entities. ASK becomes
+    ``SELECT DISTINCT`` of the keys (a key present means "yes"), COUNT gets ``GROUP BY``
+    the keys (a key absent means 0), other SELECTs project the keys first.
+
+    Shapes that do not qualify run one by one: singleton guards (a query per program
+    anyway), sub-SELECTs and ``LIMIT`` (ORDER BY … LIMIT 1 is per program, not per batch),
+    and entities inside a ``VALUES`` block of their own (Or of Finds, Count of a Find).
+    """
+
+    def __init__(self, key: tuple, head: str, keys: tuple[int, ...], form: str, aggregate: bool,
+                 tail: str):
+        self.key, self.head, self.keys, self.form, self.aggregate, self.tail = key, head, keys, form, aggregate, tail
+
+    @classmethod
+    def make(cls, key: tuple, compiled: CompiledQuery) -> "_BatchPlan | None":
+        if any(isinstance(g, SingletonGuard) for g in compiled.guards):
+            return None
+        prepared = compiled.prepared
+        keys = tuple(sorted(set(prepared.slots)))
+        text = prepared.text(tuple(f"\x00{k}" for k in range(len(prepared.names))))
+        text = text.replace("ske:\x00", "?_k")
+        lines = text.split("\n")
+        if (text.count("SELECT") + text.count("ASK") != 1 or "LIMIT" in text or "ORDER BY" in text
+                or any("VALUES" in line and "?_k" in line for line in lines)):
+            return None
+        heads = [n for n, line in enumerate(lines) if line.startswith(("SELECT ", "ASK {"))]
+        if len(heads) != 1 or not lines[heads[0]].endswith("{"):
+            return None
+        n = heads[0]
+        head = lines[n]
+        variables = " ".join(f"?_k{k}" for k in keys)
+        aggregate = False
+        if head.startswith("ASK {"):
+            head = f"SELECT DISTINCT {variables} WHERE {{"
+        elif head.startswith("SELECT (COUNT("):
+            if compiled.check is not None:
+                return None
+            head = f"SELECT {variables} " + head[len("SELECT "):]
+            aggregate = True
+        elif head.startswith("SELECT DISTINCT "):
+            head = f"SELECT DISTINCT {variables} " + head[len("SELECT DISTINCT "):]
+        else:
+            head = f"SELECT {variables} " + head[len("SELECT "):]
+        before = "\n".join(lines[:n] + [head])
+        after = "\n".join(lines[n + 1:]).rstrip("\n")
+        tail = after + (f"\nGROUP BY {variables}\n" if aggregate else "\n")
+        return cls(key, before + f"\n  VALUES ({variables}) {{ ", keys, compiled.form, aggregate,
+                   " }\n" + tail)
+
+    def run(self, query, members: list[tuple[int, CompiledQuery]]) -> list[Outcome]:
+        """Query once for ``members`` (index, compiled) and decode each program's rows."""
+        keys = self.keys
+        rows = {tuple(c.prepared.names[k] for k in keys): None for _, c in members}
+        data = " ".join("(" + " ".join("ske:" + name for name in row) + ")" for row in rows)
+        result = _select(query(self.head + data + self.tail))
+        width = len(keys)
+        split: dict[tuple, list[tuple]] = {}
+        for row in result.rows:
+            split.setdefault(tuple(_entity_name(v) for v in row[:width]), []).append(row[width:])
+        variables = result.variables[width:]
+        outcomes: list[Outcome] = []
+        for _, c in members:
+            own = split.get(tuple(c.prepared.names[k] for k in keys), [])
+            if self.form == "ask":
+                value = bool(own)
+            elif self.aggregate:
+                value = SelectResult(variables, own or [(0,)])
+            else:
+                value = SelectResult(variables, own)
+            outcomes.append(_outcome_of(lambda v: decode(c, v), value))
+        return outcomes
 
 
 def _select(result) -> SelectResult:
@@ -329,4 +632,4 @@ def _build_executor(backend: str, seed: int, scale: int, cross_check: bool, prog
 
 
 __all__ = ["Executor", "NativeExecutor", "SparqlExecutor", "CrossCheckExecutor", "get_executor",
-           "decode", "typecheck", "BACKENDS"]
+           "decode", "typecheck", "BACKENDS", "Outcome", "BATCH_SIZE"]

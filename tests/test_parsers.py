@@ -199,8 +199,12 @@ def test_template_systems_answer_by_executing_top1(train, test_records, executor
 
 def test_registry_names_best_and_did_you_mean():
     assert registry.system_names()[:6] == ["random", "majority", "prototype", "tc", "ev-tc", "oracle"]
-    assert registry.get_spec("best").name == "ev-tc"
-    assert registry.get_spec("best", with_choices=False).name == "tc"
+    # best: the strongest registered system that needs no gold programs (and, open-ended, no options)
+    best, best_open = registry.get_spec("best"), registry.get_spec("best", with_choices=False)
+    usable = [registry.get_spec(n) for n in registry.system_names() if not registry.get_spec(n).needs_gold]
+    assert best.strength == max(s.strength for s in usable) >= registry.get_spec("ev-tc").strength
+    assert not best_open.needs_choices and not best_open.needs_gold
+    assert best_open.strength >= registry.get_spec("tc").strength
     with pytest.raises(ConfigError, match="did you mean ev-tc"):
         registry.get_spec("ev_tc")
     with pytest.raises(ConfigError, match="reserved"):

@@ -1,7 +1,91 @@
-"""CLI commands of this area (filled in by its issue)."""
+"""``synkqa bench``: every engine on the same programs, side by side, at several KB scales."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
+
+from synkqa.cli.common import handle_errors, print_json, stderr, stdout
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
+    app.command("bench")(bench)
+
+
+@handle_errors
+def bench(
+    scale: str = typer.Option("1,10", "--scale", help="KB scales, comma-separated (1 = the paper's 8,120 "
+                                                     "entities; 100 = 812,000)."),
+    engines: str = typer.Option("all", "--engines", help="Comma-separated engines: native, oxigraph-memory, "
+                                                        "oxigraph-disk, rdflib, oxigraph-server, virtuoso, "
+                                                        "kopl, kopl-engine (default all; native always runs "
+                                                        "as the reference)."),
+    n: int = typer.Option(2000, "--n", help="Programs per template shape (random programs: as many)."),
+    random_programs: int = typer.Option(None, "--random", help="Random programs beyond the templates "
+                                                              "(default: --n)."),
+    scans: int = typer.Option(60, "--scans", help="Programs per whole-country scan shape."),
+    batch: int = typer.Option(120_000, "--batch", help="Gold programs for the throughput batch "
+                                                       "(the benchmark's 120,000 by default)."),
+    evtc: int = typer.Option(None, "--evtc", help="EV-TC questions timed end to end (default: --n / 2)."),
+    evtc_train: int = typer.Option(20_000, "--evtc-train", help="Train questions the EV-TC ranker learns from."),
+    workers: int = typer.Option(2, "--workers", help="Cores for the parallel batch run."),
+    virtuoso: str = typer.Option(None, "--virtuoso", metavar="URL",
+                                 help="Use this Virtuoso endpoint instead of starting one (one --scale only; "
+                                      "the KB graph as ?default-graph-uri=, default http://synkqa.org/kb)."),
+    oxigraph_server: str = typer.Option(None, "--oxigraph-server", metavar="URL",
+                                        help="Use this Oxigraph server endpoint instead of starting one "
+                                             "(one --scale only)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random slots and programs."),
+    out: Path = typer.Option(Path("reports/bench"), "--out", help="Directory for bench.json, bench.md and "
+                                                                 "latency.png."),
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON instead of the table."),
+) -> None:
+    """Run the same programs on every engine and print one table (also JSON, Markdown and a plot).
+
+    Every engine runs in its own process: load time and peak memory are that process's.
+    Answers are checked against the native engine; exit status 1 if any engine disagrees
+    or fails (an engine that is not installed is reported, not a failure).
+    """
+    from evaluation import bench as lib
+
+    config = lib.BenchConfig(
+        scales=lib.parse_scales(scale), engines=lib.parse_engines(engines), n=n,
+        random_programs=random_programs, scan_programs=scans, batch=batch, evtc=evtc, evtc_train=evtc_train,
+        workers=workers, seed=seed, out=out, virtuoso_url=virtuoso, oxigraph_server_url=oxigraph_server)
+    report = lib.run(config, log=lambda message: stderr.print(message))
+    if json_output:
+        print_json(report)
+    else:
+        _print_table(report, lib)
+        stdout.print(f"\nwritten: {out / 'bench.json'}, {out / 'bench.md'}, {out / 'latency.png'}")
+    bad = [r for r in report["summary"] if r["status"] == "failed" or (r["status"] == "ok" and r.get("disagree"))]
+    if bad:
+        for row in bad:
+            what = row.get("reason") or f"{row['disagree']} answers differ from native"
+            stderr.print(f"error: {row['engine']} at scale {row['scale']}: {what}")
+        raise typer.Exit(1)
+
+
+def _print_table(report: dict, lib) -> None:
+    from rich.table import Table
+
+    table = Table(title="synkqa bench: median/p99 per template program, load, memory, throughput, agreement",
+                  show_lines=False)
+    for _, label in lib.SUMMARY_COLUMNS:
+        table.add_column(label, justify="left" if label in ("engine",) else "right", overflow="fold")
+    for row in report["summary"]:
+        table.add_row(*lib.summary_cells(row))
+    stdout.print(table)
+    columns, rows = lib.shape_table(report)
+    shapes = Table(title="median µs per program", show_lines=False)
+    for column in columns:
+        shapes.add_column(column, justify="left" if column == "program" else "right", overflow="fold")
+    for row in rows:
+        shapes.add_row(*row)
+    stdout.print(shapes)
+    for target in report["targets"]:
+        state = {True: "[green]met[/green]", False: "[red]MISSED[/red]", None: "not measured"}[target["met"]]
+        why = f" — {target['why']}" if target.get("why") else ""
+        stdout.print(f"target: {target['target']}: {state} ({target.get('value')}){why}")

@@ -1,0 +1,1383 @@
+"""``synkqa bench``: every engine on the same programs, from scale 1 to 100, in one run.
+
+The run is one process tree. The parent builds nothing heavy itself; for every scale and
+engine it starts a *worker* process (``python -m evaluation.bench worker JOB``) that loads
+the KB the engine's own way, reports its load time and peak memory (``ru_maxrss`` of that
+process, so engines never share a measurement), runs the work and writes its answers and
+timings. The native worker runs first: it is the reference every other engine is checked
+against, and it draws the work (random slots from its index, seeded) so that every engine
+sees exactly the same programs.
+
+Engines (:data:`ENGINES`): ours — ``native`` (the interpreter over a :class:`KBIndex`),
+``oxigraph-memory`` and ``oxigraph-disk`` (compiled SPARQL on embedded pyoxigraph); the
+reference SPARQL engines — ``rdflib`` (its own engine over an in-memory Graph),
+``oxigraph-server`` and ``virtuoso`` (over HTTP through :class:`EndpointStore`); the KoPL
+peers — ``kopl`` (the official Python engine, in the worker) and ``kopl-engine`` (VisKoP's
+C++ engine, which kills its process on bad input: here it only ever runs in its own worker).
+
+Work (:func:`make_workload`):
+
+- ``templates``: each of the nine template shapes with ``n`` random slot fillings;
+- ``random``: random well-typed programs beyond the templates (any operator, depth <= 3);
+- ``scans``: the widest programs the language can write, e.g. all people born in a
+  country (``Find(Country_x);RelateInv(located_in);RelateInv(born_in);Count()``);
+- ``batch``: the benchmark's 120,000 gold programs (train + validation + test, the
+  template mix) at the run's scale, for throughput;
+- ``evtc``: EV-TC end to end per question (rank, fill, execute, validate), TC trained on
+  a sample of the train split.
+
+Per program, each engine is timed one program at a time (``perf_counter_ns``, garbage
+collector off), as a service sees it: a fresh engine, every program new. Ours pay
+parse + type check + execute (+ compile and fact checks for SPARQL); ``kopl-engine`` pays
+``parse_program`` + ``forward`` and ``kopl`` ``forward``, both only for the KoPL calls that
+produce the answer (the extra calls :mod:`synkqa.peers` makes to check a peer's answer are
+run but not timed). Throughput is measured on the batch: one program at a time, through
+``execute_many`` (batched VALUES queries for SPARQL) and with ``--workers`` cores.
+
+Every engine's answers are compared with native's. KoPL peers are compared through the
+rules of :mod:`synkqa.peers` (``kopl``: differences it bridges are counted as agreement and
+tagged; ``kopl-engine``: prints only the first name of a set and ``no`` for an empty one,
+so ours is cut down the same way before comparing, and programs on which ours raises are
+not comparable). Programs with no KoPL counterpart are counted as "not comparable".
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import pickle
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kopl2sparql.errors import ConfigError, SynKQAError, unknown_name_message
+
+# ---- engines ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One engine: what it is and how much of the work it gets.
+
+    ``caps`` bounds the programs per work item for slow engines (the first programs of
+    each list, so they are the same programs native ran); ``max_scale`` is the largest
+    scale it is run at (with the reason in ``max_scale_reason``).
+    """
+
+    name: str
+    title: str
+    family: str                    # "ours", "sparql", "peer"
+    what: str
+    caps: dict = field(default_factory=dict)
+    max_scale: int | None = None
+    max_scale_reason: str = ""
+
+
+_HTTP_CAPS = {"templates": 500, "random": 500, "scans": 100, "batch_loop": 2000, "evtc": 200}
+ENGINES: dict[str, EngineSpec] = {spec.name: spec for spec in (
+    EngineSpec("native", "native (ours)", "ours", "Python interpreter over a KBIndex read from the Turtle"),
+    EngineSpec("oxigraph-memory", "SPARQL / Oxigraph memory (ours)", "ours",
+               "compiled SPARQL on embedded pyoxigraph, in memory"),
+    EngineSpec("oxigraph-disk", "SPARQL / Oxigraph disk (ours)", "ours",
+               "compiled SPARQL on embedded pyoxigraph, RocksDB on disk"),
+    EngineSpec("rdflib", "SPARQL / rdflib", "sparql", "compiled SPARQL on rdflib's own engine over a Graph",
+               caps={"templates": 50, "random": 100, "scans": 20, "batch_loop": 300, "batch_many": 300,
+                     "evtc": 50},
+               max_scale=10, max_scale_reason="rdflib loads 5M triples in minutes and several GB"),
+    EngineSpec("oxigraph-server", "SPARQL / Oxigraph server HTTP", "sparql",
+               "compiled SPARQL on `oxigraph serve-read-only`, over HTTP (SPARQLWrapper)", caps=_HTTP_CAPS),
+    EngineSpec("virtuoso", "SPARQL / Virtuoso HTTP", "sparql",
+               "compiled SPARQL on Virtuoso 7, over HTTP (SPARQLWrapper)", caps=_HTTP_CAPS),
+    EngineSpec("kopl", "kopl (official)", "peer", "KQA Pro's Python KoPL engine, in process",
+               caps={"templates": 300, "random": 300, "scans": 50, "batch_loop": 3000},
+               max_scale=10, max_scale_reason="kopl's Python KB needs more memory and minutes to build"),
+    EngineSpec("kopl-engine", "kopl-engine (VisKoP)", "peer", "VisKoP's C++ KoPL engine, in a child process"),
+)}
+OURS = tuple(n for n, s in ENGINES.items() if s.family == "ours")
+HTTP_ENGINES = ("oxigraph-server", "virtuoso")
+
+
+def parse_engines(text: str | None) -> tuple[str, ...]:
+    """Engine names from ``a,b,c`` (``None`` or ``all``: every engine), in table order.
+
+    :raises ConfigError: for an unknown name (with a suggestion).
+    """
+    if not text or text.strip() == "all":
+        return tuple(ENGINES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        if name not in ENGINES:
+            raise ConfigError(unknown_name_message("engine", name, ENGINES))
+    return tuple(n for n in ENGINES if n in names)
+
+
+def parse_scales(text: str) -> tuple[int, ...]:
+    """Scales from ``1,10,100``.
+
+    :raises ConfigError: for anything but positive integers.
+    """
+    try:
+        scales = tuple(sorted({int(s) for s in text.split(",") if s.strip()}))
+    except ValueError:
+        raise ConfigError(f"--scale takes positive integers separated by commas, got {text!r}") from None
+    if not scales or scales[0] < 1:
+        raise ConfigError(f"--scale takes positive integers separated by commas, got {text!r}")
+    return scales
+
+
+@dataclass
+class BenchConfig:
+    """What to run. ``n`` is programs per template shape; the other sizes follow it unless set."""
+
+    scales: tuple[int, ...] = (1, 10)
+    engines: tuple[str, ...] = tuple(ENGINES)
+    n: int = 2000
+    random_programs: int | None = None       # default: n
+    scan_programs: int = 60                  # per scan shape
+    batch: int = 120_000
+    evtc: int | None = None                  # default: n // 2
+    evtc_train: int = 20_000
+    workers: int = 2
+    seed: int = 0
+    kb_seed: int = 42
+    out: Path = Path("reports/bench")
+    virtuoso_url: str | None = None
+    oxigraph_server_url: str | None = None
+    worker_timeout: float = 3600.0
+
+    def sizes(self) -> dict[str, int]:
+        return {"templates": self.n, "random": self.random_programs if self.random_programs is not None else self.n,
+                "scans": self.scan_programs, "batch": self.batch,
+                "evtc": self.evtc if self.evtc is not None else max(self.n // 2, 1),
+                "evtc_train": self.evtc_train}
+
+    def check(self) -> None:
+        """:raises ConfigError: for sizes or URLs that cannot work."""
+        for name, value in self.sizes().items():
+            if value < 0:
+                raise ConfigError(f"{name} size must be >= 0, got {value}")
+        if self.n < 1:
+            raise ConfigError(f"--n must be at least 1, got {self.n}")
+        if self.workers < 1:
+            raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+        if (self.virtuoso_url or self.oxigraph_server_url) and len(self.scales) != 1:
+            raise ConfigError("an endpoint URL holds one KB: give --virtuoso/--oxigraph-server URL "
+                              "with exactly one --scale")
+        for url in (self.virtuoso_url, self.oxigraph_server_url):
+            if url is not None and not url.startswith(("http://", "https://")):
+                raise ConfigError(f"not an http(s) endpoint URL: {url!r}")
+
+
+# ---- the work ----------------------------------------------------------------------------------
+
+SCAN_SHAPES = {
+    "people born in a country": "Find({c});RelateInv(located_in);RelateInv(born_in);Count()",
+    "people working in a country": "Find({c});RelateInv(located_in);RelateInv(headquarters_in);"
+                                   "RelateInv(works_at);Count()",
+    "colleagues of a country's natives": "Find({c});RelateInv(located_in);RelateInv(born_in);"
+                                         "Relate(works_at);RelateInv(works_at);Count()",
+    "oldest native of a country": "Find({c});RelateInv(located_in);RelateInv(born_in);"
+                                  "Argmin(birth_year);QueryName()",
+}
+"""The widest programs the language reaches: every class scales with the KB, so these
+read the same share of it (about 50 people per country) at every scale; the language has
+no operator that reads a whole class at once."""
+
+
+def template_texts(template, index, n: int, rng: random.Random) -> list[str]:
+    """``n`` program texts of ``template`` with slots drawn from the KB.
+
+    WorkAndBornIntersection takes both slots from one person (a non-empty intersection, as
+    the benchmark does); VerifyEmployment takes the person's own employer half of the time
+    (so both answers occur); CompareCityPopulation two different cities.
+    """
+    out = []
+    people = index.members["Person"]
+    for _ in range(n):
+        if template.name == "WorkAndBornIntersection":
+            person = rng.choice(people)
+            slots = {"Org": _one(index.forward["works_at"][person]), "City": _one(index.forward["born_in"][person])}
+        elif template.name == "VerifyEmployment":
+            person = rng.choice(people)
+            org = (_one(index.forward["works_at"][person]) if rng.random() < 0.5
+                   else rng.choice(index.members["Organization"]))
+            slots = {"Person": person, "Org": org}
+        elif template.name == "CompareCityPopulation":
+            a, b = rng.sample(index.members["City"], 2)
+            slots = {"City1": a, "City2": b}
+        else:
+            slots = {name: rng.choice(index.members[cls]) for name, cls in template.slots}
+        out.append(template.program_text(**slots))
+    return out
+
+
+def _one(values) -> str:
+    return min(values)
+
+
+class RandomPrograms:
+    """Random well-typed programs over the schema (any operator, nesting up to ``depth``).
+
+    Relations are followed along their domain and range, attributes only on their class,
+    numbers are values the KB has (±0 or 1), so the type checker accepts every program; a
+    program may still fail at run time (QueryAttr of several entities), which both engines
+    must report alike.
+    """
+
+    def __init__(self, index, rng: random.Random, depth: int = 3):
+        from ontology import schema
+
+        self.index, self.rng, self.depth = index, rng, depth
+        sch = schema()
+        self.relations = list(sch.relations.values())
+        self.attributes = list(sch.attributes.values())
+        self.values = {a.name: sorted(set(index.values[a.name].values())) for a in self.attributes}
+        self.classes = [c for c in sch.classes if index.members.get(c)]
+
+    def entity(self, cls: str) -> str:
+        return self.rng.choice(self.index.members[cls])
+
+    def set_of(self, cls: str, depth: int) -> list[str]:
+        rng = self.rng
+        if depth <= 0 or rng.random() < 0.3:
+            return [f"Find({self.entity(cls)})"]
+        choices = ["relate", "inv", "and", "or", "diff", "select", "filter"]
+        kind = rng.choice(choices)
+        if kind == "relate":
+            rels = [r for r in self.relations if r.range == cls]
+            if rels:
+                r = rng.choice(rels)
+                return self.set_of(r.domain, depth - 1) + [f"Relate({r.name})"]
+        if kind == "inv":
+            rels = [r for r in self.relations if r.domain == cls]
+            if rels:
+                r = rng.choice(rels)
+                return self.set_of(r.range, depth - 1) + [f"RelateInv({r.name})"]
+        if kind in ("and", "or", "diff"):
+            op = {"and": "And", "or": "Or", "diff": "Diff"}[kind]
+            return self.set_of(cls, depth - 1) + self.set_of(cls, depth - 1) + [f"{op}()"]
+        attrs = [a for a in self.attributes if a.domain == cls]
+        if attrs and kind == "select":
+            a = rng.choice(attrs)
+            return self.set_of(cls, depth - 1) + [f"{rng.choice(('Argmax', 'Argmin'))}({a.name})"]
+        if attrs and kind == "filter":
+            a = rng.choice(attrs)
+            return self.set_of(cls, depth - 1) + [f"FilterNum({a.name},{rng.choice(('>', '<', '>=', '<=', '=', '!='))},"
+                                                  f"{self.number(a.name)})"]
+        return [f"Find({self.entity(cls)})"]
+
+    def number(self, attribute: str) -> str:
+        from kopl2sparql.answer import format_number
+
+        value = self.rng.choice(self.values[attribute])
+        return format_number(value + self.rng.choice((0, 0, 1, -1)))
+
+    def number_of(self, depth: int) -> list[str]:
+        cls = self.rng.choice(self.classes)
+        if self.rng.random() < 0.5:
+            return self.set_of(cls, depth) + ["Count()"]
+        attrs = [a for a in self.attributes if a.domain == cls] or self.attributes
+        a = self.rng.choice(attrs)
+        return self.set_of(a.domain, depth) + [f"QueryAttr({a.name})"]
+
+    def program(self) -> str:
+        rng = self.rng
+        depth = rng.randint(1, self.depth)
+        top = rng.choice(("names", "names", "number", "bool", "bool"))
+        if top == "names":
+            steps = self.set_of(rng.choice(self.classes), depth) + ["QueryName()"]
+        elif top == "number":
+            steps = self.number_of(depth)
+        else:
+            kind = rng.choice(("compare", "verifynum", "verifyrel"))
+            if kind == "compare":
+                steps = self.number_of(depth - 1) + self.number_of(depth - 1) + [
+                    f"Compare({rng.choice(('>', '<', '>=', '<=', '=', '!='))})"]
+            elif kind == "verifynum":
+                number = self.number_of(depth)
+                bound = str(rng.randint(0, 60)) if number[-1] == "Count()" else self.number(
+                    number[-1][len("QueryAttr("):-1])
+                steps = number + [f"VerifyNum({rng.choice(('>', '<', '>=', '<=', '=', '!='))},{bound})"]
+            else:
+                r = rng.choice(self.relations)
+                steps = self.set_of(r.domain, depth) + [f"VerifyRel({r.name},{self.entity(r.range)})"]
+        return ";".join(steps)
+
+
+def kb_entities(index):
+    """What slot sampling and options need (:class:`synkqa.dataset.KBEntities`), from the index."""
+    from synkqa.dataset import KBEntities
+
+    employer = {p: _one(o) for p, o in index.forward["works_at"].items()}
+    birth_city = {p: _one(c) for p, c in index.forward["born_in"].items()}
+    names = {cls: tuple(members) for cls, members in index.members.items() if members}
+    return KBEntities(names, employer, birth_city)
+
+
+def make_workload(index, native, scale: int, sizes: dict[str, int], seed: int, kb_seed: int,
+                  run_dir: Path) -> dict:
+    """Every program of one scale, drawn from ``index`` with ``random.Random(seed)``.
+
+    Also trains the EV-TC ranker (TC on ``evtc_train`` train questions) and writes it to
+    ``run_dir``; the EV-TC questions get their gold answer from ``native`` and ten options.
+    """
+    from kopl2sparql.syntax import parse
+    from synkqa.dataset import make_choices, sample_split
+    from synkqa.templates import templates
+
+    rng = random.Random(f"bench-{seed}-{scale}")
+    work: dict[str, Any] = {"scale": scale}
+    work["templates"] = {t.name: template_texts(t, index, sizes["templates"], rng) for t in templates()}
+    generator = RandomPrograms(index, rng)
+    random_texts: dict[str, None] = {}
+    tries = 0
+    while len(random_texts) < sizes["random"] and tries < 20 * sizes["random"] + 100:
+        tries += 1
+        random_texts.setdefault(generator.program())
+    work["random"] = list(random_texts)
+    countries = index.members["Country"]
+    picks = [rng.choice(countries) for _ in range(sizes["scans"])]
+    work["scans"] = {name: [shape.format(c=c) for c in picks] for name, shape in SCAN_SHAPES.items()}
+    kb = kb_entities(index)
+    batch: list[str] = []
+    if sizes["batch"]:
+        from synkqa.dataset import SPLIT_SIZES
+
+        for split in ("train", "validation", "test"):
+            want = min(SPLIT_SIZES[split], sizes["batch"] - len(batch))
+            if want <= 0:
+                break
+            batch += [d.kopl for d in sample_split(kb, split, seed=kb_seed, size=want)]
+    work["batch"] = batch
+    work["evtc"] = None
+    if sizes["evtc"]:
+        from parsers.template import TemplateClassifier
+
+        train = sample_split(kb, "train", seed=kb_seed, size=max(sizes["evtc_train"], 200))
+        model = TemplateClassifier(random_state=seed).fit([d.question for d in train],
+                                                          [d.template.id for d in train])
+        model_path = run_dir / f"tc-scale{scale}.pkl"
+        with open(model_path, "wb") as handle:
+            pickle.dump(model, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        options_rng = random.Random(f"bench-options-{seed}-{scale}")
+        questions = []
+        for draft in sample_split(kb, "test", seed=kb_seed, size=sizes["evtc"]):
+            try:
+                gold = native.execute(parse(draft.kopl))
+                choices = make_choices(gold, kb, options_rng)
+            except SynKQAError:
+                continue                      # an empty answer has no options; not a question
+            questions.append({"id": draft.id, "question": draft.question, "choices": choices,
+                              "gold": gold.canonical(), "kopl": draft.kopl})
+        work["evtc"] = {"model": str(model_path), "questions": questions, "train": len(train)}
+    return work
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB (Linux reports kB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+def process_peak_mb(pid: int) -> float | None:
+    """Peak resident memory (VmHWM) of another process we started, if the OS says."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def outcome_text(run: Callable[[], Any]) -> str:
+    """The canonical answer, ``error`` (the KB cannot answer) or ``type-error: ...``."""
+    from kopl2sparql.errors import ExecutionError, ProgramError
+
+    try:
+        return run().canonical()
+    except ExecutionError:
+        return "error"
+    except ProgramError as exc:
+        return "type-error: " + str(exc).splitlines()[0]
+
+
+def time_each(run: Callable[[str], Any], items: Sequence, convert: Callable[[Any], str]) -> tuple[list[int], list[str]]:
+    """Run ``run(item)`` for each item, timing each call alone; outcomes converted after the clock.
+
+    Exceptions the engines raise for a program (ExecutionError, ProgramError) are outcomes,
+    not failures: they are passed to ``convert`` as the value.
+    """
+    from kopl2sparql.errors import ExecutionError, ProgramError
+
+    clock = time.perf_counter_ns
+    timings: list[int] = []
+    values: list[Any] = []
+    gc.collect()
+    gc.disable()
+    try:
+        for item in items:
+            start = clock()
+            try:
+                value = run(item)
+            except (ExecutionError, ProgramError) as exc:
+                value = exc
+            timings.append(clock() - start)
+            values.append(value)
+    finally:
+        gc.enable()
+    return timings, [convert(v) for v in values]
+
+
+def canonical(value) -> str:
+    from kopl2sparql.errors import ExecutionError, ProgramError
+
+    if isinstance(value, ExecutionError):
+        return "error"
+    if isinstance(value, ProgramError):
+        return "type-error: " + str(value).splitlines()[0]
+    return value.canonical()
+
+
+def latency_stats(timings_ns: Sequence[int]) -> dict:
+    """Median, p99 and mean in µs (``n`` programs)."""
+    if not timings_ns:
+        return {"n": 0}
+    ordered = sorted(timings_ns)
+    p99 = ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+    return {"n": len(ordered), "median_us": round(statistics.median(ordered) / 1000, 2),
+            "p99_us": round(p99 / 1000, 2), "mean_us": round(statistics.fmean(ordered) / 1000, 2)}
+
+
+# ---- engines inside a worker -------------------------------------------------------------------
+
+class RdflibStore:
+    """rdflib's own SPARQL engine over an in-memory Graph, with the store interface
+    (``query(sparql) -> SelectResult | bool``, values as :mod:`store.results` converts them)."""
+
+    def __init__(self, turtle: Path):
+        import rdflib
+
+        self.graph = rdflib.Graph()
+        self.graph.parse(str(turtle), format="turtle")
+
+    def query(self, sparql: str):
+        from rdflib import Literal, URIRef
+
+        from store.results import SelectResult, literal_value
+
+        result = self.graph.query(sparql)
+        if result.type == "ASK":
+            return bool(result.askAnswer)
+
+        def convert(term):
+            if term is None:
+                return None
+            if isinstance(term, URIRef):
+                return str(term)
+            if isinstance(term, Literal):
+                return literal_value(str(term), str(term.datatype) if term.datatype else None)
+            return str(term)
+
+        variables = tuple(str(v) for v in result.vars)
+        return SelectResult(variables, [tuple(convert(row[v]) for v in result.vars) for row in result])
+
+
+def _our_executor(job: dict, info: dict):
+    """Load one of our engines (or a SPARQL engine we drive); fills ``info`` with load facts."""
+    from kopl2sparql.kbindex import KBIndex
+    from store.executor import NativeExecutor, SparqlExecutor
+    from store.oxigraph import OxigraphStore
+
+    engine, turtle = job["engine"], Path(job["turtle"])
+    start = time.perf_counter()
+    if engine == "native":
+        executor = NativeExecutor(KBIndex.from_turtle(turtle))
+    elif engine == "oxigraph-memory":
+        store = OxigraphStore()
+        store.load_turtle(turtle)
+        executor = SparqlExecutor(store, name=engine)
+    elif engine == "oxigraph-disk":
+        location = Path(job["run_dir"]) / f"oxigraph-disk-scale{job['scale']}"
+        shutil.rmtree(location, ignore_errors=True)
+        loading = OxigraphStore(location)
+        loading.load_turtle(turtle)
+        del loading                                   # closes RocksDB
+        info["load_s"] = round(time.perf_counter() - start, 3)
+        reopen = time.perf_counter()
+        executor = SparqlExecutor(OxigraphStore(location, read_only=True), name=engine)
+        info["open_s"] = round(time.perf_counter() - reopen, 3)
+        info["disk_mb"] = round(sum(f.stat().st_size for f in location.rglob("*") if f.is_file()) / 2**20, 1)
+        info["cleanup"] = str(location)
+        return executor
+    elif engine == "rdflib":
+        executor = SparqlExecutor(RdflibStore(turtle), name=engine)
+    elif engine in HTTP_ENGINES:
+        from store.remote import EndpointStore
+
+        executor = SparqlExecutor(EndpointStore(job["url"], graph=job.get("graph"), timeout=120.0), name=engine)
+        executor.store.ping()
+    else:  # pragma: no cover - the parent only sends known engines
+        raise ConfigError(f"not one of our engines: {engine}")
+    info.setdefault("load_s", round(time.perf_counter() - start, 3))
+    return executor
+
+
+def _capped(job: dict, key: str, items: list) -> list:
+    cap = job.get("caps", {}).get(key)
+    return items if cap is None else items[:cap]
+
+
+def _run_ours(job: dict, result: dict) -> None:
+    from kopl2sparql.syntax import parse
+
+    info: dict = {}
+    executor = _our_executor(job, info)
+    result.update(info)
+    result["peak_after_load_mb"] = peak_rss_mb()
+    if job["engine"] in HTTP_ENGINES and job.get("server_pid"):
+        result["server_pid"] = job["server_pid"]
+    if job.get("make_workload"):
+        # The reference draws the work from its own index, then runs it like everybody else.
+        started = time.perf_counter()
+        workload = make_workload(executor.index, executor, job["scale"], job["sizes"], job["seed"],
+                                 job["kb_seed"], Path(job["run_dir"]))
+        Path(job["workload"]).write_text(json.dumps(workload))
+        result["entities"] = executor.index.entity_count()
+        result["workload_s"] = round(time.perf_counter() - started, 2)
+    else:
+        workload = json.loads(Path(job["workload"]).read_text())
+
+    def run_text(text):
+        return executor.execute(parse(text))
+
+    runs: dict[str, dict] = {}
+    for shape, texts in workload["templates"].items():
+        runs[f"templates/{shape}"] = _timed(run_text, _capped(job, "templates", texts))
+    runs["random"] = _timed(run_text, _capped(job, "random", workload["random"]))
+    for shape, texts in workload["scans"].items():
+        runs[f"scans/{shape}"] = _timed(run_text, _capped(job, "scans", texts))
+    result["runs"] = runs
+    result["batch"] = _batch_ours(job, executor, workload["batch"])
+    if workload.get("evtc"):
+        result["evtc"] = _evtc(job, executor, workload["evtc"])
+
+
+def _timed(run: Callable[[str], Any], texts: list[str]) -> dict:
+    timings, answers = time_each(run, texts, canonical)
+    return {**latency_stats(timings), "answers": answers}
+
+
+def _batch_ours(job: dict, executor, texts: list[str]) -> dict:
+    """Throughput on the batch: one by one, ``execute_many``, and ``execute_many`` on the cores."""
+    from kopl2sparql.syntax import parse
+
+    out: dict[str, Any] = {"n": len(texts)}
+    if not texts:
+        return out
+    loop = _capped(job, "batch_loop", texts)
+    start = time.perf_counter()
+    answers = [outcome_text(lambda t=t: executor.execute(parse(t))) for t in loop]
+    seconds = time.perf_counter() - start
+    out["one_by_one"] = {"n": len(loop), "seconds": round(seconds, 3), "per_s": round(len(loop) / seconds, 1)}
+    out["answers"] = answers
+    many = _capped(job, "batch_many", texts)
+    variants = [("many", 1)] + ([("many_parallel", job["workers"])] if job["workers"] > 1 else [])
+    for label, workers in variants:
+        start = time.perf_counter()
+        programs = [parse(t) for t in many]
+        outcomes = executor.execute_many(programs, workers=workers)
+        seconds = time.perf_counter() - start
+        out[label] = {"n": len(many), "workers": workers, "seconds": round(seconds, 3),
+                      "per_s": round(len(many) / seconds, 1)}
+        if label == "many":
+            out["many_answers"] = [canonical(o) for o in outcomes]
+        else:
+            mismatched = sum(canonical(o) != a for o, a in zip(outcomes, out["many_answers"]))
+            out[label]["differs_from_sequential"] = mismatched
+    return out
+
+
+def _evtc(job: dict, executor, evtc: dict) -> dict:
+    """EV-TC per question: the ranking (one vectorised call, its time shared out), then each
+    question's fill-execute-validate loop timed alone."""
+    from parsers.base import ProgramRunner, Query
+    from parsers.rerank import ExecutionValidatedParser
+    from parsers.validators import get_selection, get_validator
+
+    with open(evtc["model"], "rb") as handle:
+        model = pickle.load(handle)
+    questions = _capped(job, "evtc", evtc["questions"])
+    if not questions:
+        return {"n": 0}
+    parser = ExecutionValidatedParser.from_fitted(model, k=5)
+    queries = [Query(q["question"], tuple(q["choices"]), q["id"]) for q in questions]
+    start = time.perf_counter_ns()
+    ids, scores = model.rank([q.question for q in queries], 5)
+    rank_ns = (time.perf_counter_ns() - start) / len(queries)
+    runner = ProgramRunner(executor)
+    validator, rule = get_validator("options"), get_selection("first")
+    positions = iter(range(len(queries)))
+
+    def decide(query):
+        i = next(positions)
+        return parser.decide(query, ids[i], scores[i], runner, validator, rule)
+
+    timings, predictions = time_each(decide, queries, lambda p: p)
+    timings = [int(t + rank_ns) for t in timings]
+    answers = [f"{p.program} => {p.answer}" for p in predictions]
+    correct = sum(p.answer == q["gold"] for p, q in zip(predictions, questions))
+    return {**latency_stats(timings), "rank_us": round(rank_ns / 1000, 2), "answers": answers,
+            "accuracy": round(correct / len(questions), 4),
+            "executions_per_question": round(runner.calls / len(questions), 3)}
+
+
+# ---- the KoPL peers inside a worker ------------------------------------------------------------
+
+_TIMED_ROLES = ("main", "left", "right")
+"""Plan calls that produce the answer; the others only check the peer's answer."""
+
+
+def _plans(texts: list[str]):
+    from kopl2sparql.kqapro import NoKQAProCounterpart
+    from kopl2sparql.syntax import parse
+    from synkqa.peers import plan_for
+
+    plans = []
+    for text in texts:
+        try:
+            plans.append(plan_for(parse(text)))
+        except (NoKQAProCounterpart, SynKQAError):
+            plans.append(None)
+    return plans
+
+
+def _run_kopl(job: dict, result: dict) -> None:
+    from synkqa.peers import ERROR, KoplRunner, PeerEngineError
+
+    start = time.perf_counter()
+    with open(job["kqapro_json"], encoding="utf-8") as handle:
+        kb = json.load(handle)
+    runner = KoplRunner(kb)
+    del kb
+    result["load_s"] = round(time.perf_counter() - start, 3)
+    result["peak_after_load_mb"] = peak_rss_mb()
+    known = runner.engine.kb.name_to_id
+    workload = json.loads(Path(job["workload"]).read_text())
+
+    def run_plan(plan):
+        if plan is None:
+            return None, 0
+        if any(not known.get(name) for name in plan.entity_names()):
+            return (ERROR, "unknown-entity"), 0
+        outputs, spent = [], 0
+        for role, call in zip(plan.roles, plan.calls):
+            t0 = time.perf_counter_ns()
+            outputs.append(runner.call(call))
+            if role in _TIMED_ROLES:
+                spent += time.perf_counter_ns() - t0
+        try:
+            answer = plan.kopl_answer(outputs)
+            return (answer.canonical, answer.explanation), spent
+        except PeerEngineError as exc:
+            return ("peer-error: " + str(exc)[:120], None), spent
+
+    result["runs"] = {}
+    for key, texts in _work_items(job, workload):
+        result["runs"][key] = _peer_timed(run_plan, _plans(texts))
+    loop = _capped(job, "batch_loop", workload["batch"])
+    if loop:
+        plans = _plans(loop)
+        start = time.perf_counter()
+        answers = [run_plan(p)[0] for p in plans]
+        seconds = time.perf_counter() - start
+        result["batch"] = {"n": len(workload["batch"]),
+                           "one_by_one": {"n": len(loop), "seconds": round(seconds, 3),
+                                          "per_s": round(len(loop) / seconds, 1)},
+                           "peer_answers": [_peer_record(a) for a in answers]}
+
+
+def _work_items(job: dict, workload: dict):
+    for shape, texts in workload["templates"].items():
+        yield f"templates/{shape}", _capped(job, "templates", texts)
+    yield "random", _capped(job, "random", workload["random"])
+    for shape, texts in workload["scans"].items():
+        yield f"scans/{shape}", _capped(job, "scans", texts)
+
+
+def _peer_record(answer) -> list | None:
+    return None if answer is None else [answer[0], answer[1]]
+
+
+def _peer_timed(run_plan, plans) -> dict:
+    """Time the plans one by one; only the answer-producing calls count (``run_plan`` says)."""
+    gc.collect()
+    gc.disable()
+    timings, answers = [], []
+    try:
+        for plan in plans:
+            answer, spent = run_plan(plan)
+            answers.append(_peer_record(answer))
+            if answer is not None and spent:
+                timings.append(spent)
+    finally:
+        gc.enable()
+    return {**latency_stats(timings), "peer_answers": answers, "finishes": [p.finish if p else None for p in plans]}
+
+
+def _run_kopl_engine(job: dict, result: dict) -> None:
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    # The C++ library prints on file descriptor 1 and the result goes to a file: send its
+    # chatter to the worker log (stderr).
+    os.dup2(2, 1)
+    from kopl_engine import engine as ke
+
+    start = time.perf_counter()
+    executor = ke.init(job["kqapro_json"], 1)
+    result["load_s"] = round(time.perf_counter() - start, 3)
+    result["peak_after_load_mb"] = peak_rss_mb()
+    workload = json.loads(Path(job["workload"]).read_text())
+    clock = time.perf_counter_ns
+
+    def run_plan(plan, exec_only: list | None = None):
+        if plan is None:
+            return None, 0
+        outputs, spent, executing = [], 0, 0
+        for role, call in zip(plan.roles, plan.calls):
+            t0 = clock()
+            program = ke.parse_program(list(call))
+            t1 = clock()
+            output = ke.forward(executor, program, False)
+            t2 = clock()
+            outputs.append(output.strip())
+            if role in _TIMED_ROLES:
+                spent += t2 - t0
+                executing += t2 - t1
+        if exec_only is not None:
+            exec_only.append(executing)
+        try:
+            answer = plan.kopl_engine_answer(outputs)
+            return (answer.canonical, answer.explanation), spent
+        except Exception as exc:  # noqa: BLE001 - an unexpected peer output is data
+            return (f"peer-error: {type(exc).__name__}: {exc}"[:120], None), spent
+
+    result["runs"] = {}
+    for key, texts in _work_items(job, workload):
+        exec_only: list[int] = []
+        run = _peer_timed(lambda p: run_plan(p, exec_only), _plans(texts))
+        run["exec_only"] = latency_stats(exec_only)
+        result["runs"][key] = run
+    texts = workload["batch"]
+    if texts:
+        plans = _plans(texts)
+        start = time.perf_counter()
+        answers = [run_plan(p)[0] for p in plans]
+        seconds = time.perf_counter() - start
+        result["batch"] = {"n": len(texts), "one_by_one": {"n": len(texts), "seconds": round(seconds, 3),
+                                                           "per_s": round(len(texts) / seconds, 1)},
+                           "peer_answers": [_peer_record(a) for a in answers],
+                           "finishes": [p.finish if p else None for p in plans]}
+
+
+def run_worker(job_path: Path) -> int:
+    """Worker entry point: run the job in ``job_path``, write ``job["result"]``; exit status 0/1."""
+    job = json.loads(Path(job_path).read_text())
+    result: dict[str, Any] = {"engine": job["engine"], "scale": job["scale"], "status": "ok"}
+    started = time.perf_counter()
+    try:
+        if job["engine"] == "kopl":
+            _run_kopl(job, result)
+        elif job["engine"] == "kopl-engine":
+            _run_kopl_engine(job, result)
+        else:
+            _run_ours(job, result)
+    except SynKQAError as exc:
+        result.update(status="failed", reason=str(exc).splitlines()[0])
+    except Exception as exc:  # noqa: BLE001 - the parent reports it; the traceback goes to the log
+        import traceback
+
+        traceback.print_exc()
+        result.update(status="failed", reason=f"{type(exc).__name__}: {exc}"[:300])
+    finally:
+        cleanup = result.pop("cleanup", None)
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
+    result["peak_mb"] = peak_rss_mb()
+    result["worker_s"] = round(time.perf_counter() - started, 2)
+    tmp = Path(job["result"]).with_suffix(".part")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(job["result"])
+    return 0 if result["status"] == "ok" else 1
+
+
+# ---- the parent ---------------------------------------------------------------------------------
+
+def _server_helpers():
+    """tests/endpoint_servers.py, which starts Virtuoso and Oxigraph server privately on loopback.
+
+    :raises ImportError: outside a source checkout, or without pytest.
+    """
+    try:
+        from tests import endpoint_servers
+    except ImportError:
+        root = Path(__file__).resolve().parent.parent
+        if not (root / "tests" / "endpoint_servers.py").is_file():
+            raise
+        sys.path.insert(0, str(root))
+        from tests import endpoint_servers
+    return endpoint_servers
+
+
+class _Servers:
+    """Servers this run starts (stopped by PID when the scale is done)."""
+
+    def __init__(self):
+        self.started: list = []
+
+    def start(self, engine: str, turtle: Path, workdir: Path, log) -> tuple[dict | None, str | None]:
+        """``(endpoint facts, None)`` or ``(None, why it is not available)``."""
+        binaries = {"oxigraph-server": ("oxigraph",), "virtuoso": ("virtuoso-t", "isql-vt")}[engine]
+        missing = [b for b in binaries if shutil.which(b) is None]
+        if missing:
+            return None, f"{', '.join(missing)} not installed (bash scripts/install_endpoints.sh)"
+        try:
+            helpers = _server_helpers()
+        except ImportError as exc:
+            return None, (f"cannot import tests/endpoint_servers.py ({exc}); run from a source checkout "
+                          "with the test extra, or pass the endpoint URL")
+        log(f"  starting {engine} ...")
+        try:
+            if engine == "oxigraph-server":
+                server = helpers.start_oxigraph(turtle, workdir)
+            else:
+                server = helpers.start_virtuoso(turtle, workdir)
+        except Exception as exc:  # noqa: BLE001 - reported in the table
+            return None, f"could not start: {str(exc).splitlines()[0][:200]}"
+        self.started.append(server)
+        return {"url": server.url, "graph": server.graph, "pid": server.pid,
+                "load_s": round(server.load_seconds, 3), "start_s": round(server.start_seconds, 3)}, None
+
+    def stop(self) -> None:
+        for server in self.started:
+            try:
+                server.stop()
+            finally:
+                shutil.rmtree(server.workdir, ignore_errors=True)
+        self.started.clear()
+
+
+def _kqapro_json(turtle: Path, scale: int, kb_seed: int, backward: bool, log) -> Path:
+    """The KB exported for the KoPL engines, cached beside the Turtle (written by a child
+    process, so this process never holds the KB dict)."""
+    from synkqa import paths
+
+    target = paths.home() / f"kqapro-seed{kb_seed}-scale{scale}{'' if backward else '-forward'}.json"
+    if not target.exists():
+        log(f"  exporting {target.name} ...")
+        code = ("import sys; from synkqa.kqapro_kb import write_kqapro; "
+                "write_kqapro(sys.argv[1], sys.argv[2], backward=sys.argv[3] == '1')")
+        proc = subprocess.run([sys.executable, "-c", code, str(turtle), str(target), "1" if backward else "0"],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise SynKQAError(f"KQA Pro export failed: {' '.join(proc.stderr.split()[-20:])}")
+    return target
+
+
+def _peer_missing(engine: str) -> str | None:
+    import importlib.util
+
+    module = {"kopl": "kopl", "kopl-engine": "kopl_engine"}[engine]
+    if importlib.util.find_spec(module) is None:
+        return f"python package {module} not installed (pip install '.[peers]')"
+    return None
+
+
+def _spawn(job: dict, run_dir: Path, timeout: float) -> dict:
+    """Run one worker; its result, or a failure row with the end of its log."""
+    name = f"{job['engine']}-scale{job['scale']}"
+    job_path = run_dir / f"{name}.job.json"
+    job["result"] = str(run_dir / f"{name}.result.json")
+    job_path.write_text(json.dumps(job))
+    log_path = run_dir / f"{name}.log"
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.run([sys.executable, "-m", "evaluation.bench", "worker", str(job_path)],
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    result_path = Path(job["result"])
+    if result_path.exists():
+        return json.loads(result_path.read_text())
+    tail = " ".join(log_path.read_text(errors="replace").split()[-40:])
+    why = f"no result within {timeout:g} s" if code is None else f"worker exited with status {code}"
+    return {"engine": job["engine"], "scale": job["scale"], "status": "failed", "reason": f"{why}: {tail}"[:400]}
+
+
+def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dict:
+    """Run the benchmark; the report (also written to ``config.out``) as a dict.
+
+    :raises ConfigError: for a bad configuration.
+    """
+    from synkqa.world import ensure_turtle
+
+    config.check()
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="bench-", dir=out))
+    sizes = config.sizes()
+    report: dict[str, Any] = {"config": {**asdict(config), "out": str(config.out), "sizes": sizes},
+                              "machine": machine(), "scales": {}}
+    started = time.perf_counter()
+    try:
+        for scale in config.scales:
+            log(f"scale {scale}: KB ...")
+            t0 = time.perf_counter()
+            turtle = ensure_turtle(config.kb_seed, scale, progress=False)
+            results = _run_scale(config, scale, turtle, sizes, run_dir, log)
+            report["scales"][str(scale)] = {"turtle_mb": round(turtle.stat().st_size / 2**20, 1),
+                                           "seconds": round(time.perf_counter() - t0, 1),
+                                           "engines": results}
+        report["seconds"] = round(time.perf_counter() - started, 1)
+        summarise(report)
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    write_outputs(report, out)
+    return report
+
+
+def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_dir: Path, log) -> dict:
+    base = {"scale": scale, "turtle": str(turtle), "workload": str(run_dir / f"workload-scale{scale}.json"),
+            "run_dir": str(run_dir), "sizes": sizes, "seed": config.seed, "kb_seed": config.kb_seed,
+            "workers": config.workers}
+    results: dict[str, dict] = {}
+    log(f"scale {scale}: native (reference; draws the work) ...")
+    reference = _spawn({**base, "engine": "native", "make_workload": True}, run_dir, config.worker_timeout)
+    if reference.get("status") != "ok":
+        raise SynKQAError(f"the native engine (the reference) failed at scale {scale}: {reference.get('reason')}")
+    if "native" in config.engines:
+        results["native"] = reference
+    servers = _Servers()
+    try:
+        for engine in config.engines:
+            if engine == "native":
+                continue
+            spec = ENGINES[engine]
+            if spec.max_scale is not None and scale > spec.max_scale:
+                results[engine] = {"engine": engine, "scale": scale, "status": "not run",
+                                   "reason": f"scale > {spec.max_scale}: {spec.max_scale_reason}"}
+                continue
+            job = {**base, "engine": engine, "caps": spec.caps}
+            if engine in HTTP_ENGINES:
+                url = config.virtuoso_url if engine == "virtuoso" else config.oxigraph_server_url
+                if url is not None:
+                    from store.loaders import DEFAULT_GRAPH
+
+                    graph = DEFAULT_GRAPH if engine == "virtuoso" and "default-graph-uri" not in url else None
+                    job.update(url=url, graph=graph)
+                    facts = {"external": True}
+                else:
+                    facts, why = servers.start(engine, turtle, run_dir / f"{engine}-scale{scale}", log)
+                    if facts is None:
+                        results[engine] = {"engine": engine, "scale": scale, "status": "not available", "reason": why}
+                        continue
+                    job.update(url=facts["url"], graph=facts["graph"], server_pid=facts["pid"])
+            elif engine in ("kopl", "kopl-engine"):
+                why = _peer_missing(engine)
+                if why:
+                    results[engine] = {"engine": engine, "scale": scale, "status": "not available", "reason": why}
+                    continue
+                job["kqapro_json"] = str(_kqapro_json(turtle, scale, config.kb_seed, engine == "kopl", log))
+            log(f"scale {scale}: {engine} ...")
+            result = _spawn(job, run_dir, config.worker_timeout)
+            if engine in HTTP_ENGINES:
+                if facts.get("external"):
+                    result.update(load_s=None, peak_mb=None, server="external URL: load and memory not measured")
+                else:
+                    # The server does the work: its load time and its memory are the engine's.
+                    result.update(load_s=facts["load_s"], start_s=facts["start_s"],
+                                  client_peak_mb=result.get("peak_mb"), peak_mb=process_peak_mb(facts["pid"]),
+                                  peak_after_load_mb=None)
+            results[engine] = result
+    finally:
+        servers.stop()
+    compare_answers(reference, results)
+    if "native" not in config.engines:
+        results.pop("native", None)
+    return results
+
+
+# ---- agreement -----------------------------------------------------------------------------------
+
+def compare_answers(reference: dict, results: dict) -> None:
+    """Set ``agreement`` on every result: per work item, how many programs agree with native."""
+    from synkqa.peers import ERROR
+
+    ref_runs = reference.get("runs", {})
+    for engine, result in results.items():
+        if result.get("status") != "ok":
+            continue
+        agreement: dict[str, dict] = {}
+        for key, run in result.get("runs", {}).items():
+            ours = ref_runs.get(key, {}).get("answers", [])
+            agreement[key] = _agree(engine, run, ours, ERROR)
+        batch = result.get("batch") or {}
+        ref_batch = reference.get("batch") or {}
+        ref_answers = ref_batch.get("answers", [])
+        if batch.get("answers") is not None:
+            agreement["batch"] = _agree(engine, {"answers": batch["answers"]}, ref_answers, ERROR)
+        if batch.get("many_answers") is not None:
+            agreement["batch execute_many"] = _agree(engine, {"answers": batch["many_answers"]},
+                                                     ref_batch.get("many_answers", ref_answers), ERROR)
+        if batch.get("peer_answers") is not None:
+            agreement["batch"] = _agree(engine, batch, ref_answers, ERROR)
+        evtc, ref_evtc = result.get("evtc") or {}, reference.get("evtc") or {}
+        if evtc.get("answers"):
+            agreement["evtc"] = _agree(engine, evtc, ref_evtc.get("answers", []), ERROR)
+        totals = Counter()
+        for item in agreement.values():
+            totals.update({k: v for k, v in item.items() if isinstance(v, int)})
+        result["agreement"] = {"items": agreement, "total": dict(totals)}
+        result["agrees"] = totals["disagree"] == 0
+
+
+def _agree(engine: str, run: dict, ours: list[str], error: str) -> dict:
+    """Counts of agree / disagree / not comparable, and the first few disagreements."""
+    counts = {"compared": 0, "agree": 0, "disagree": 0, "not_comparable": 0}
+    examples: list[str] = []
+    tags: Counter = Counter()
+    if "peer_answers" in run:
+        finishes = run.get("finishes") or [None] * len(run["peer_answers"])
+        for ref, theirs, finish in zip(ours, run["peer_answers"], finishes):
+            if theirs is None:
+                counts["not_comparable"] += 1
+                continue
+            answer, tag = theirs
+            expected = "error" if ref == "error" else ref
+            if engine == "kopl":
+                expected = error if ref == "error" else ref
+            else:  # kopl-engine prints one string: first name of a set, "no" for empty
+                if ref == "error" or ref.startswith("type-error"):
+                    counts["not_comparable"] += 1
+                    continue
+                if finish in ("names", "argmax"):
+                    expected = ref.split("|")[0] if ref else ""
+            counts["compared"] += 1
+            if answer == expected:
+                counts["agree"] += 1
+                if tag:
+                    tags[tag] += 1
+            else:
+                counts["disagree"] += 1
+                if len(examples) < 5:
+                    examples.append(f"ours {ref[:60]!r} vs {engine} {answer[:60]!r}")
+    else:
+        for ref, theirs in zip(ours, run.get("answers", [])):
+            counts["compared"] += 1
+            if ref == theirs:
+                counts["agree"] += 1
+            else:
+                counts["disagree"] += 1
+                if len(examples) < 5:
+                    examples.append(f"ours {ref[:60]!r} vs {engine} {theirs[:60]!r}")
+    if tags:
+        counts["bridged"] = dict(tags)
+    if examples:
+        counts["examples"] = examples
+    return counts
+
+
+# ---- summary, table, files ----------------------------------------------------------------------
+
+TEMPLATE_ORDER = ("BirthYear", "BirthCity", "BirthCountry", "EmployerHQCountry", "CountBornIn",
+                  "CompareCityPopulation", "ArgmaxCityInCountry", "WorkAndBornIntersection", "VerifyEmployment")
+
+
+def summarise(report: dict) -> None:
+    """Add ``summary`` rows (one per scale and engine) and ``targets`` to the report."""
+    rows = []
+    for scale, block in report["scales"].items():
+        engines = block["engines"]
+        native = engines.get("native") or {}
+        for engine, result in engines.items():
+            row: dict[str, Any] = {"scale": int(scale), "engine": engine, "status": result.get("status"),
+                                   "reason": result.get("reason")}
+            if result.get("status") == "ok":
+                runs = result.get("runs", {})
+                templates = [runs[k] for k in runs if k.startswith("templates/") and runs[k].get("n")]
+                row["template_median_us"] = _median_of(templates, "median_us")
+                row["template_p99_us"] = _median_of(templates, "p99_us")
+                row["random_median_us"] = runs.get("random", {}).get("median_us")
+                scans = [runs[k] for k in runs if k.startswith("scans/") and runs[k].get("n")]
+                row["scan_median_us"] = _median_of(scans, "median_us")
+                row["load_s"] = result.get("load_s")
+                row["peak_mb"] = result.get("peak_mb")
+                row["throughput_per_s"] = best_throughput(result.get("batch") or {})
+                row["evtc_median_us"] = (result.get("evtc") or {}).get("median_us")
+                native_t = _median_of([native.get("runs", {}).get(k, {}) for k in runs if k.startswith("templates/")],
+                                      "median_us") if native else None
+                row["ratio_to_native"] = _ratio(row["template_median_us"], native_t)
+                total = (result.get("agreement") or {}).get("total", {})
+                row["agree"] = total.get("agree")
+                row["compared"] = total.get("compared")
+                row["disagree"] = total.get("disagree")
+                row["not_comparable"] = total.get("not_comparable")
+            rows.append(row)
+    report["summary"] = rows
+    report["targets"] = targets(report)
+
+
+def _median_of(runs: list[dict], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+def _ratio(a, b) -> float | None:
+    return round(a / b, 2) if a is not None and b else None
+
+
+def best_throughput(batch: dict) -> float | None:
+    values = [batch[k]["per_s"] for k in ("one_by_one", "many", "many_parallel") if k in batch]
+    return max(values) if values else None
+
+
+def _shape_medians(report: dict, scale: int, engine: str, exec_only: bool = False) -> dict[str, float]:
+    result = report["scales"].get(str(scale), {}).get("engines", {}).get(engine) or {}
+    out = {}
+    for key, run in (result.get("runs") or {}).items():
+        if key.startswith("templates/"):
+            stats = run.get("exec_only") if exec_only else run
+            if stats and stats.get("median_us") is not None:
+                out[key.split("/", 1)[1]] = stats["median_us"]
+    return out
+
+
+def targets(report: dict) -> list[dict]:
+    """The issue's targets, each met / missed / not measured, with the numbers."""
+    out = []
+    scales = [int(s) for s in report["scales"]]
+
+    def engine(scale, name):
+        return report["scales"].get(str(scale), {}).get("engines", {}).get(name) or {}
+
+    for scale in (1, 10):
+        if scale not in scales:
+            continue
+        ours = _shape_medians(report, scale, "native")
+        theirs = _shape_medians(report, scale, "kopl-engine")
+        if ours and theirs:
+            ratios = {s: round(ours[s] / theirs[s], 2) for s in ours if s in theirs and theirs[s]}
+            worst = max(ratios.values()) if ratios else None
+            out.append({"target": f"native median <= 1.0x kopl-engine (parse+execute), nine shapes, scale {scale}",
+                        "met": worst is not None and worst <= 1.0, "value": worst, "per_shape": ratios})
+        else:
+            out.append({"target": f"native median <= 1.0x kopl-engine, scale {scale}", "met": None,
+                        "value": None, "why": "kopl-engine or native not run"})
+    if 1 in scales:
+        ox_ = _shape_medians(report, 1, "oxigraph-memory")
+        virt = _shape_medians(report, 1, "virtuoso")
+        nat = _shape_medians(report, 1, "native")
+        if ox_ and virt:
+            ratios = {s: round(virt[s] / ox_[s], 2) for s in ox_ if s in virt}
+            worst = min(ratios.values())
+            out.append({"target": "Oxigraph embedded >= 10x faster than Virtuoso HTTP per program, scale 1",
+                        "met": worst >= 10, "value": worst, "per_shape": ratios})
+        else:
+            out.append({"target": "Oxigraph embedded >= 10x faster than Virtuoso HTTP, scale 1", "met": None,
+                        "value": None, "why": "Virtuoso not available in this run"})
+        if ox_ and nat:
+            ratios = {s: round(ox_[s] / nat[s], 2) for s in ox_ if s in nat}
+            worst = max(ratios.values())
+            out.append({"target": "Oxigraph embedded within 3x of native per program, scale 1",
+                        "met": worst <= 3, "value": worst, "per_shape": ratios})
+    if 1 in scales and 100 in scales:
+        for name in OURS:
+            low, high = _shape_medians(report, 1, name), _shape_medians(report, 100, name)
+            if low and high:
+                ratios = {s: round(high[s] / low[s], 2) for s in low if s in high}
+                worst = max(ratios.values())
+                out.append({"target": f"{name}: scale 100 <= 3x scale 1 per template program",
+                            "met": worst <= 3, "value": worst, "per_shape": ratios})
+    if 100 in scales:
+        mem = engine(100, "oxigraph-memory")
+        if mem.get("status") == "ok":
+            out.append({"target": "Oxigraph (memory) load <= 60 s at scale 100", "met": mem["load_s"] <= 60,
+                        "value": mem["load_s"]})
+            out.append({"target": "Oxigraph (memory) peak memory <= 4 GB at scale 100",
+                        "met": mem["peak_mb"] <= 4096, "value": mem["peak_mb"]})
+        disk = engine(100, "oxigraph-disk")
+        if disk.get("status") == "ok":
+            out.append({"target": "Oxigraph (disk) load <= 60 s at scale 100", "met": disk["load_s"] <= 60,
+                        "value": disk["load_s"]})
+            out.append({"target": "Oxigraph (disk) peak memory <= 4 GB at scale 100",
+                        "met": disk["peak_mb"] <= 4096, "value": disk["peak_mb"]})
+    return out
+
+
+def machine() -> dict:
+    """Where the numbers come from (the load average matters on a shared machine)."""
+    import platform
+
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "load_average_at_start": load}
+
+
+def _fmt(value, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+SUMMARY_COLUMNS = (
+    ("scale", "scale"), ("engine", "engine"), ("load_s", "load s"), ("peak_mb", "peak MB"),
+    ("template_median_us", "median µs"), ("template_p99_us", "p99 µs"), ("ratio_to_native", "× native"),
+    ("random_median_us", "random µs"), ("scan_median_us", "scan µs"), ("throughput_per_s", "batch prog/s"),
+    ("evtc_median_us", "EV-TC µs/q"), ("agreement", "agree"),
+)
+
+
+def summary_cells(row: dict) -> list[str]:
+    """One row of the summary table as text (an engine that did not run says why)."""
+    if row["status"] != "ok":
+        return [str(row["scale"]), row["engine"], f"{row['status']}: {row.get('reason') or ''}"[:90]] + \
+            [""] * (len(SUMMARY_COLUMNS) - 3)
+    cells = []
+    for key, _ in SUMMARY_COLUMNS:
+        if key == "agreement":
+            compared, agree = row.get("compared") or 0, row.get("agree") or 0
+            extra = f" (+{row['not_comparable']} n/c)" if row.get("not_comparable") else ""
+            cells.append(f"{agree}/{compared}{extra}")
+        elif key == "ratio_to_native":
+            cells.append("-" if row.get(key) is None else f"{row[key]:.2f}×")
+        else:
+            cells.append(_fmt(row.get(key)))
+    return cells
+
+
+def shape_table(report: dict) -> tuple[list[str], list[list[str]]]:
+    """Median µs per program for each template shape (rows) and scale × engine (columns)."""
+    columns, cells = [], {}
+    for scale, block in report["scales"].items():
+        for engine, result in block["engines"].items():
+            if result.get("status") != "ok":
+                continue
+            columns.append(f"{engine} {scale}×")
+            for key, run in (result.get("runs") or {}).items():
+                cells[(key, columns[-1])] = run.get("median_us")
+    keys = [f"templates/{t}" for t in TEMPLATE_ORDER] + ["random"] + [f"scans/{s}" for s in SCAN_SHAPES]
+    rows = [[k.split("/", 1)[-1]] + [_fmt(cells.get((k, c))) for c in columns] for k in keys
+            if any((k, c) in cells for c in columns)]
+    return ["program"] + columns, rows
+
+
+def markdown(report: dict) -> str:
+    """The report as Markdown: summary, targets, per-shape medians, batch variants, load."""
+    lines = [f"Machine: {report['machine']['cpus']} cores, load average at start "
+             f"{report['machine']['load_average_at_start']}; run took {report.get('seconds')} s.", ""]
+    head = [label for _, label in SUMMARY_COLUMNS]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in report["summary"]:
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in summary_cells(row)) + " |")
+    lines += ["", "Targets:", ""]
+    for t in report["targets"]:
+        state = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
+        lines.append(f"- {t['target']}: **{state}** (value {t.get('value')})"
+                     + (f" — {t['why']}" if t.get("why") else ""))
+    columns, rows = shape_table(report)
+    lines += ["", "Median µs per program:", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "Batch throughput (programs/s):", "", "| scale | engine | one by one | execute_many | "
+              "execute_many, parallel |", "|---|---|---|---|---|"]
+    for scale, block in report["scales"].items():
+        for engine, result in block["engines"].items():
+            batch = result.get("batch") or {}
+            if not batch:
+                continue
+            cells = [_fmt(batch.get(k, {}).get("per_s")) + (f" (n={batch[k]['n']})" if k in batch else "")
+                     for k in ("one_by_one", "many", "many_parallel")]
+            lines.append(f"| {scale} | {engine} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(report: dict, out: Path) -> None:
+    """``bench.json`` (without the per-program answers), ``bench.md`` and ``latency.png``."""
+    slim = json.loads(json.dumps(report))
+    for block in slim["scales"].values():
+        for result in block["engines"].values():
+            for run in (result.get("runs") or {}).values():
+                for key in ("answers", "peer_answers", "finishes"):
+                    run.pop(key, None)
+            for part in ("batch", "evtc"):
+                for key in ("answers", "many_answers", "peer_answers", "finishes"):
+                    (result.get(part) or {}).pop(key, None)
+    report.clear()
+    report.update(slim)
+    (out / "bench.json").write_text(json.dumps(slim, indent=1, ensure_ascii=False) + "\n")
+    (out / "bench.md").write_text(markdown(slim))
+    plot(slim, out / "latency.png")
+
+
+def plot(report: dict, path: Path) -> None:
+    """Median template latency against KB size (entities), log-log, one line per engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series: dict[str, list[tuple[float, float]]] = {}
+    for scale, block in report["scales"].items():
+        entities = 8120 * int(scale)
+        for engine, result in block["engines"].items():
+            row = next((r for r in report["summary"] if r["engine"] == engine and r["scale"] == int(scale)), {})
+            if row.get("template_median_us"):
+                series.setdefault(engine, []).append((entities, row["template_median_us"]))
+    for engine, points in series.items():
+        points.sort()
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=engine)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("KB size (entities)")
+    ax.set_ylabel("median µs per template program")
+    ax.set_title("Latency against KB size (median of the nine template shapes)")
+    ax.grid(True, which="both", alpha=0.3)
+    if series:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m evaluation.bench worker JOB`` (internal)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "worker":
+        return run_worker(Path(argv[1]))
+    print("usage: python -m evaluation.bench worker JOB.json   (the command is: synkqa bench)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
