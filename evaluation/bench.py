@@ -497,44 +497,39 @@ class RdflibStore:
         return SelectResult(variables, [tuple(convert(row[v]) for v in result.vars) for row in result])
 
 
-def _our_executor(job: dict, info: dict):
-    """Load one of our engines (or a SPARQL engine we drive); fills ``info`` with load facts."""
-    from kopl2sparql.kbindex import KBIndex
-    from store.executor import NativeExecutor, SparqlExecutor
-    from store.oxigraph import OxigraphStore
+class _Engine:
+    """One engine inside a worker process: ``load`` once, then ``run`` work items on request."""
 
-    engine, turtle = job["engine"], Path(job["turtle"])
-    start = time.perf_counter()
-    if engine == "native":
-        executor = NativeExecutor(KBIndex.from_turtle(turtle))
-    elif engine == "oxigraph-memory":
-        store = OxigraphStore()
-        store.load_turtle(turtle)
-        executor = SparqlExecutor(store, name=engine)
-    elif engine == "oxigraph-disk":
-        location = Path(job["run_dir"]) / f"oxigraph-disk-scale{job['scale']}"
-        shutil.rmtree(location, ignore_errors=True)
-        loading = OxigraphStore(location)
-        loading.load_turtle(turtle)
-        del loading                                   # closes RocksDB
-        info["load_s"] = round(time.perf_counter() - start, 3)
-        reopen = time.perf_counter()
-        executor = SparqlExecutor(OxigraphStore(location, read_only=True), name=engine)
-        info["open_s"] = round(time.perf_counter() - reopen, 3)
-        info["disk_mb"] = round(sum(f.stat().st_size for f in location.rglob("*") if f.is_file()) / 2**20, 1)
-        info["cleanup"] = str(location)
-        return executor
-    elif engine == "rdflib":
-        executor = SparqlExecutor(RdflibStore(turtle), name=engine)
-    elif engine in HTTP_ENGINES:
-        from store.remote import EndpointStore
+    def __init__(self, job: dict):
+        self.job = job
+        self.workload: dict | None = None
 
-        executor = SparqlExecutor(EndpointStore(job["url"], graph=job.get("graph"), timeout=120.0), name=engine)
-        executor.store.ping()
-    else:  # pragma: no cover - the parent only sends known engines
-        raise ConfigError(f"not one of our engines: {engine}")
-    info.setdefault("load_s", round(time.perf_counter() - start, 3))
-    return executor
+    def read_workload(self) -> dict:
+        if self.workload is None:
+            self.workload = json.loads(Path(self.job["workload"]).read_text())
+        return self.workload
+
+    def items(self, key: str) -> list[str]:
+        """The program texts of one work item (``templates/<shape>``, ``random``, ``scans/<shape>``), capped."""
+        work = self.read_workload()
+        group, _, name = key.partition("/")
+        texts = work[group][name] if name else work[group]
+        return _capped(self.job, group, texts)
+
+    def load(self) -> dict:
+        raise NotImplementedError
+
+    def run(self, key: str) -> dict:
+        raise NotImplementedError
+
+    def batch(self) -> dict:
+        raise NotImplementedError
+
+    def evtc(self) -> dict | None:
+        return None
+
+    def close(self) -> dict:
+        return {}
 
 
 def _capped(job: dict, key: str, items: list) -> list:
@@ -542,39 +537,78 @@ def _capped(job: dict, key: str, items: list) -> list:
     return items if cap is None else items[:cap]
 
 
-def _run_ours(job: dict, result: dict) -> None:
-    from kopl2sparql.syntax import parse
+class _Ours(_Engine):
+    """Native, SPARQL on embedded Oxigraph (memory, disk), rdflib, and the HTTP endpoints."""
 
-    info: dict = {}
-    executor = _our_executor(job, info)
-    result.update(info)
-    result["peak_after_load_mb"] = peak_rss_mb()
-    if job["engine"] in HTTP_ENGINES and job.get("server_pid"):
-        result["server_pid"] = job["server_pid"]
-    if job.get("make_workload"):
-        # The reference draws the work from its own index, then runs it like everybody else.
+    def load(self) -> dict:
+        from kopl2sparql.kbindex import KBIndex
+        from store.executor import NativeExecutor, SparqlExecutor
+        from store.oxigraph import OxigraphStore
+
+        job, info = self.job, {}
+        engine, turtle = job["engine"], Path(job["turtle"])
+        start = time.perf_counter()
+        if engine == "native":
+            executor = NativeExecutor(KBIndex.from_turtle(turtle))
+            info["entities"] = executor.index.entity_count()
+        elif engine == "oxigraph-memory":
+            store = OxigraphStore()
+            store.load_turtle(turtle)
+            executor = SparqlExecutor(store, name=engine)
+        elif engine == "oxigraph-disk":
+            self.location = Path(job["run_dir"]) / f"oxigraph-disk-scale{job['scale']}"
+            shutil.rmtree(self.location, ignore_errors=True)
+            loading = OxigraphStore(self.location)
+            loading.load_turtle(turtle)
+            del loading                                   # closes RocksDB
+            info["load_s"] = round(time.perf_counter() - start, 3)
+            reopen = time.perf_counter()
+            executor = SparqlExecutor(OxigraphStore(self.location, read_only=True), name=engine)
+            info["open_s"] = round(time.perf_counter() - reopen, 3)
+            info["disk_mb"] = round(sum(f.stat().st_size for f in self.location.rglob("*") if f.is_file()) / 2**20, 1)
+        elif engine == "rdflib":
+            executor = SparqlExecutor(RdflibStore(turtle), name=engine)
+        elif engine in HTTP_ENGINES:
+            from store.remote import EndpointStore
+
+            executor = SparqlExecutor(EndpointStore(job["url"], graph=job.get("graph"), timeout=120.0), name=engine)
+            executor.store.ping()
+        else:  # pragma: no cover - the parent only sends known engines
+            raise ConfigError(f"not one of our engines: {engine}")
+        info.setdefault("load_s", round(time.perf_counter() - start, 3))
+        info["peak_after_load_mb"] = peak_rss_mb()
+        self.executor = executor
+        return info
+
+    def make_workload(self) -> dict:
+        """The reference draws the work from its own index (native only)."""
+        job = self.job
         started = time.perf_counter()
-        workload = make_workload(executor.index, executor, job["scale"], job["sizes"], job["seed"],
-                                 job["kb_seed"], Path(job["run_dir"]))
-        Path(job["workload"]).write_text(json.dumps(workload))
-        result["entities"] = executor.index.entity_count()
-        result["workload_s"] = round(time.perf_counter() - started, 2)
-    else:
-        workload = json.loads(Path(job["workload"]).read_text())
+        self.workload = make_workload(self.executor.index, self.executor, job["scale"], job["sizes"], job["seed"],
+                                      job["kb_seed"], Path(job["run_dir"]))
+        Path(job["workload"]).write_text(json.dumps(self.workload))
+        return {"workload_s": round(time.perf_counter() - started, 2)}
 
-    def run_text(text):
-        return executor.execute(parse(text))
+    def run(self, key: str) -> dict:
+        from kopl2sparql.syntax import parse
 
-    runs: dict[str, dict] = {}
-    for shape, texts in workload["templates"].items():
-        runs[f"templates/{shape}"] = _timed(run_text, _capped(job, "templates", texts))
-    runs["random"] = _timed(run_text, _capped(job, "random", workload["random"]))
-    for shape, texts in workload["scans"].items():
-        runs[f"scans/{shape}"] = _timed(run_text, _capped(job, "scans", texts))
-    result["runs"] = runs
-    result["batch"] = _batch_ours(job, executor, workload["batch"])
-    if workload.get("evtc"):
-        result["evtc"] = _evtc(job, executor, workload["evtc"])
+        executor = self.executor
+        return _timed(lambda text: executor.execute(parse(text)), self.items(key))
+
+    def batch(self) -> dict:
+        return _batch_ours(self.job, self.executor, self.read_workload()["batch"])
+
+    def evtc(self) -> dict | None:
+        evtc = self.read_workload().get("evtc")
+        return _evtc(self.job, self.executor, evtc) if evtc else None
+
+    def close(self) -> dict:
+        location = getattr(self, "location", None)
+        if location is not None:
+            self.executor = None
+            gc.collect()
+            shutil.rmtree(location, ignore_errors=True)
+        return {}
 
 
 def _timed(run: Callable[[str], Any], texts: list[str]) -> dict:
@@ -666,59 +700,6 @@ def _plans(texts: list[str]):
     return plans
 
 
-def _run_kopl(job: dict, result: dict) -> None:
-    from synkqa.peers import ERROR, KoplRunner, PeerEngineError
-
-    start = time.perf_counter()
-    with open(job["kqapro_json"], encoding="utf-8") as handle:
-        kb = json.load(handle)
-    runner = KoplRunner(kb)
-    del kb
-    result["load_s"] = round(time.perf_counter() - start, 3)
-    result["peak_after_load_mb"] = peak_rss_mb()
-    known = runner.engine.kb.name_to_id
-    workload = json.loads(Path(job["workload"]).read_text())
-
-    def run_plan(plan):
-        if plan is None:
-            return None, 0
-        if any(not known.get(name) for name in plan.entity_names()):
-            return (ERROR, "unknown-entity"), 0
-        outputs, spent = [], 0
-        for role, call in zip(plan.roles, plan.calls):
-            t0 = time.perf_counter_ns()
-            outputs.append(runner.call(call))
-            if role in _TIMED_ROLES:
-                spent += time.perf_counter_ns() - t0
-        try:
-            answer = plan.kopl_answer(outputs)
-            return (answer.canonical, answer.explanation), spent
-        except PeerEngineError as exc:
-            return ("peer-error: " + str(exc)[:120], None), spent
-
-    result["runs"] = {}
-    for key, texts in _work_items(job, workload):
-        result["runs"][key] = _peer_timed(run_plan, _plans(texts))
-    loop = _capped(job, "batch_loop", workload["batch"])
-    if loop:
-        plans = _plans(loop)
-        start = time.perf_counter()
-        answers = [run_plan(p)[0] for p in plans]
-        seconds = time.perf_counter() - start
-        result["batch"] = {"n": len(workload["batch"]),
-                           "one_by_one": {"n": len(loop), "seconds": round(seconds, 3),
-                                          "per_s": round(len(loop) / seconds, 1)},
-                           "peer_answers": [_peer_record(a) for a in answers]}
-
-
-def _work_items(job: dict, workload: dict):
-    for shape, texts in workload["templates"].items():
-        yield f"templates/{shape}", _capped(job, "templates", texts)
-    yield "random", _capped(job, "random", workload["random"])
-    for shape, texts in workload["scans"].items():
-        yield f"scans/{shape}", _capped(job, "scans", texts)
-
-
 def _peer_record(answer) -> list | None:
     return None if answer is None else [answer[0], answer[1]]
 
@@ -739,29 +720,122 @@ def _peer_timed(run_plan, plans) -> dict:
     return {**latency_stats(timings), "peer_answers": answers, "finishes": [p.finish if p else None for p in plans]}
 
 
-def _run_kopl_engine(job: dict, result: dict) -> None:
-    os.environ.setdefault("TQDM_DISABLE", "1")
-    # The C++ library prints on file descriptor 1 and the result goes to a file: send its
-    # chatter to the worker log (stderr).
-    os.dup2(2, 1)
-    from kopl_engine import engine as ke
+class _Kopl(_Engine):
+    """The official ``kopl`` engine (pure Python), in this worker."""
 
-    start = time.perf_counter()
-    executor = ke.init(job["kqapro_json"], 1)
-    result["load_s"] = round(time.perf_counter() - start, 3)
-    result["peak_after_load_mb"] = peak_rss_mb()
-    workload = json.loads(Path(job["workload"]).read_text())
-    clock = time.perf_counter_ns
+    def load(self) -> dict:
+        from synkqa.peers import KoplRunner
 
-    def run_plan(plan, exec_only: list | None = None):
+        start = time.perf_counter()
+        with open(self.job["kqapro_json"], encoding="utf-8") as handle:
+            kb = json.load(handle)
+        self.runner = KoplRunner(kb)
+        del kb
+        return {"load_s": round(time.perf_counter() - start, 3), "peak_after_load_mb": peak_rss_mb()}
+
+    def run_plan(self, plan):
+        from synkqa.peers import ERROR, PeerEngineError
+
         if plan is None:
             return None, 0
+        known = self.runner.engine.kb.name_to_id
+        if any(not known.get(name) for name in plan.entity_names()):
+            return (ERROR, "unknown-entity"), 0
+        outputs, spent = [], 0
+        for role, call in zip(plan.roles, plan.calls):
+            t0 = time.perf_counter_ns()
+            outputs.append(self.runner.call(call))
+            if role in _TIMED_ROLES:
+                spent += time.perf_counter_ns() - t0
+        try:
+            answer = plan.kopl_answer(outputs)
+            return (answer.canonical, answer.explanation), spent
+        except PeerEngineError as exc:
+            return ("peer-error: " + str(exc)[:120], None), spent
+
+    def run(self, key: str) -> dict:
+        return _peer_timed(self.run_plan, _plans(self.items(key)))
+
+    def batch(self) -> dict:
+        texts = self.read_workload()["batch"]
+        loop = _capped(self.job, "batch_loop", texts)
+        if not loop:
+            return {"n": len(texts)}
+        plans = _plans(loop)
+        start = time.perf_counter()
+        answers = [self.run_plan(p)[0] for p in plans]
+        seconds = time.perf_counter() - start
+        return {"n": len(texts), "one_by_one": {"n": len(loop), "seconds": round(seconds, 3),
+                                                "per_s": round(len(loop) / seconds, 1)},
+                "peer_answers": [_peer_record(a) for a in answers]}
+
+
+def kopl_engine_incomparable(plan) -> str | None:
+    """Why ``kopl-engine``'s output for ``plan`` cannot be compared with ours, if it cannot.
+
+    - a Count (or VerifyNum of a Count) whose operand may hold one entity several times:
+      KoPL keeps the list (``Relate`` of several entities along a relation they share), so
+      its Count counts duplicates, and kopl-engine's ``What`` prints only the first name,
+      so the distinct count cannot be recovered as it is for ``kopl``;
+    - VerifyNum of a Count: :mod:`synkqa.peers` has no kopl-engine reading for it.
+    """
+    if plan is None:
+        return None
+    if plan.finish == "verifycount":
+        return "VerifyNum of a Count: no kopl-engine reading in synkqa.peers"
+    if plan.finish == "count" and _may_repeat(plan.calls[0]):
+        return "Count of a list that may repeat entities (KoPL keeps duplicates)"
+    return None
+
+
+def _may_repeat(call) -> bool:
+    """Whether the set a KQA Pro program counts may list an entity twice (``Relate`` forward
+    from a set that may hold several entities: they can share the neighbour)."""
+    many: list[bool] = []            # per step: may the output hold several entities?
+    repeat: list[bool] = []          # per step: may it list an entity twice?
+    for step in call:
+        deps = step.get("dependencies", [])
+        fn = step["function"]
+        m = any(many[d] for d in deps)
+        r = any(repeat[d] for d in deps)
+        if fn == "Find":
+            m, r = False, False
+        elif fn == "Relate":
+            direction = step["inputs"][1] if len(step["inputs"]) > 1 else "forward"
+            # Every relation is functional forward: one entity gives one neighbour, several
+            # entities may give the same one; backward, each entity has its own neighbours.
+            r = r or (m and direction == "forward")
+            m = True if direction == "backward" else m
+        elif fn in ("Or", "And"):
+            r = r or fn == "Or"
+        many.append(m)
+        repeat.append(r)
+    return bool(repeat) and repeat[-2 if len(call) > 1 else -1]
+
+
+class _KoplEngine(_Engine):
+    """VisKoP's ``kopl-engine`` (C++ through ctypes). It ends its process on bad input, so it
+    only ever runs in this worker, never in the parent."""
+
+    def load(self) -> dict:
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        from kopl_engine import engine as ke
+
+        self.ke = ke
+        start = time.perf_counter()
+        self.executor = ke.init(self.job["kqapro_json"], 1)
+        return {"load_s": round(time.perf_counter() - start, 3), "peak_after_load_mb": peak_rss_mb()}
+
+    def run_plan(self, plan, exec_only: list | None = None):
+        if plan is None:
+            return None, 0
+        ke, clock = self.ke, time.perf_counter_ns
         outputs, spent, executing = [], 0, 0
         for role, call in zip(plan.roles, plan.calls):
             t0 = clock()
             program = ke.parse_program(list(call))
             t1 = clock()
-            output = ke.forward(executor, program, False)
+            output = ke.forward(self.executor, program, False)
             t2 = clock()
             outputs.append(output.strip())
             if role in _TIMED_ROLES:
@@ -775,56 +849,135 @@ def _run_kopl_engine(job: dict, result: dict) -> None:
         except Exception as exc:  # noqa: BLE001 - an unexpected peer output is data
             return (f"peer-error: {type(exc).__name__}: {exc}"[:120], None), spent
 
-    result["runs"] = {}
-    for key, texts in _work_items(job, workload):
+    def run(self, key: str) -> dict:
         exec_only: list[int] = []
-        run = _peer_timed(lambda p: run_plan(p, exec_only), _plans(texts))
+        plans = _plans(self.items(key))
+        run = _peer_timed(lambda p: self.run_plan(p, exec_only), plans)
         run["exec_only"] = latency_stats(exec_only)
-        result["runs"][key] = run
-    texts = workload["batch"]
-    if texts:
+        run["incomparable"] = [kopl_engine_incomparable(p) for p in plans]
+        return run
+
+    def batch(self) -> dict:
+        texts = self.read_workload()["batch"]
+        if not texts:
+            return {"n": 0}
         plans = _plans(texts)
         start = time.perf_counter()
-        answers = [run_plan(p)[0] for p in plans]
+        answers = [self.run_plan(p)[0] for p in plans]
         seconds = time.perf_counter() - start
-        result["batch"] = {"n": len(texts), "one_by_one": {"n": len(texts), "seconds": round(seconds, 3),
-                                                           "per_s": round(len(texts) / seconds, 1)},
-                           "peer_answers": [_peer_record(a) for a in answers],
-                           "finishes": [p.finish if p else None for p in plans]}
+        return {"n": len(texts), "one_by_one": {"n": len(texts), "seconds": round(seconds, 3),
+                                                "per_s": round(len(texts) / seconds, 1)},
+                "peer_answers": [_peer_record(a) for a in answers],
+                "finishes": [p.finish if p else None for p in plans],
+                "incomparable": [kopl_engine_incomparable(p) for p in plans]}
 
 
-def run_worker(job_path: Path) -> int:
-    """Worker entry point: run the job in ``job_path``, write ``job["result"]``; exit status 0/1."""
+def serve(job_path: Path) -> int:
+    """Worker entry point: JSON commands on stdin, one JSON reply per line on stdout.
+
+    Commands: ``load``, ``workload`` (native only: draw the work), ``run`` (``key``),
+    ``batch``, ``evtc``, ``finish`` (replies with the process's peak memory and exits).
+    Anything the engines print goes to the log (stderr), never into the replies.
+    """
     job = json.loads(Path(job_path).read_text())
-    result: dict[str, Any] = {"engine": job["engine"], "scale": job["scale"], "status": "ok"}
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    engine: _Engine = {"kopl": _Kopl, "kopl-engine": _KoplEngine}.get(job["engine"], _Ours)(job)
     started = time.perf_counter()
-    try:
-        if job["engine"] == "kopl":
-            _run_kopl(job, result)
-        elif job["engine"] == "kopl-engine":
-            _run_kopl_engine(job, result)
-        else:
-            _run_ours(job, result)
-    except SynKQAError as exc:
-        result.update(status="failed", reason=str(exc).splitlines()[0])
-    except Exception as exc:  # noqa: BLE001 - the parent reports it; the traceback goes to the log
-        import traceback
+    for line in sys.stdin:
+        command = json.loads(line)
+        name = command["cmd"]
+        try:
+            if name == "load":
+                reply = engine.load()
+            elif name == "workload":
+                reply = engine.make_workload()
+            elif name == "run":
+                reply = engine.run(command["key"])
+            elif name == "batch":
+                reply = engine.batch()
+            elif name == "evtc":
+                reply = engine.evtc() or {}
+            elif name == "finish":
+                reply = {**engine.close(), "peak_mb": peak_rss_mb(),
+                         "worker_s": round(time.perf_counter() - started, 2)}
+            else:
+                reply = {"error": f"unknown command {name!r}"}
+        except SynKQAError as exc:
+            reply = {"error": str(exc).splitlines()[0]}
+        except Exception as exc:  # noqa: BLE001 - the parent reports it; the traceback goes to the log
+            import traceback
 
-        traceback.print_exc()
-        result.update(status="failed", reason=f"{type(exc).__name__}: {exc}"[:300])
-    finally:
-        cleanup = result.pop("cleanup", None)
-        if cleanup:
-            shutil.rmtree(cleanup, ignore_errors=True)
-    result["peak_mb"] = peak_rss_mb()
-    result["worker_s"] = round(time.perf_counter() - started, 2)
-    tmp = Path(job["result"]).with_suffix(".part")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(job["result"])
-    return 0 if result["status"] == "ok" else 1
+            traceback.print_exc()
+            reply = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        replies.write(json.dumps(reply) + "\n")
+        if name == "finish":
+            break
+    return 0
 
 
 # ---- the parent ---------------------------------------------------------------------------------
+
+class WorkerFailed(SynKQAError):
+    """A worker process died, timed out or reported an error."""
+
+
+class _Worker:
+    """A worker process of this run, driven command by command."""
+
+    def __init__(self, engine: str, job: dict, run_dir: Path, timeout: float):
+        self.engine, self.timeout = engine, timeout
+        name = f"{engine}-scale{job['scale']}"
+        job_path = run_dir / f"{name}.job.json"
+        job_path.write_text(json.dumps(job))
+        self.log_path = run_dir / f"{name}.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen([sys.executable, "-m", "evaluation.bench", "worker", str(job_path)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                                        text=True, bufsize=1)
+
+    def call(self, command: dict) -> dict:
+        """Send one command and wait for its reply.
+
+        :raises WorkerFailed: when the worker reports an error, dies or takes longer than the time limit.
+        """
+        import threading
+
+        expired = threading.Event()
+
+        def kill() -> None:
+            expired.set()
+            self.process.kill()
+
+        timer = threading.Timer(self.timeout, kill)
+        timer.start()
+        try:
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        finally:
+            timer.cancel()
+        if not line:
+            code = self.process.wait()
+            self._log.flush()
+            tail = " ".join(self.log_path.read_text(errors="replace").split()[-40:])
+            why = f"no answer within {self.timeout:g} s" if expired.is_set() else f"worker exited with status {code}"
+            raise WorkerFailed(f"{why} during {command['cmd']}: {tail}"[:500])
+        reply = json.loads(line)
+        if "error" in reply:
+            raise WorkerFailed(f"{command['cmd']} failed: {reply['error']}")
+        return reply
+
+    def stop(self) -> None:
+        """End the worker (by its PID) if it is still there."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
 
 def _server_helpers():
     """tests/endpoint_servers.py, which starts Virtuoso and Oxigraph server privately on loopback.
@@ -906,39 +1059,18 @@ def _peer_missing(engine: str) -> str | None:
     return None
 
 
-def _spawn(job: dict, run_dir: Path, timeout: float) -> dict:
-    """Run one worker; its result, or a failure row with the end of its log."""
-    name = f"{job['engine']}-scale{job['scale']}"
-    job_path = run_dir / f"{name}.job.json"
-    job["result"] = str(run_dir / f"{name}.result.json")
-    job_path.write_text(json.dumps(job))
-    log_path = run_dir / f"{name}.log"
-    with open(log_path, "wb") as log:
-        try:
-            proc = subprocess.run([sys.executable, "-m", "evaluation.bench", "worker", str(job_path)],
-                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False)
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            code = None
-    result_path = Path(job["result"])
-    if result_path.exists():
-        return json.loads(result_path.read_text())
-    tail = " ".join(log_path.read_text(errors="replace").split()[-40:])
-    why = f"no result within {timeout:g} s" if code is None else f"worker exited with status {code}"
-    return {"engine": job["engine"], "scale": job["scale"], "status": "failed", "reason": f"{why}: {tail}"[:400]}
-
-
 def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dict:
     """Run the benchmark; the report (also written to ``config.out``) as a dict.
 
     :raises ConfigError: for a bad configuration.
+    :raises WorkerFailed: if the native engine (the reference) fails.
     """
     from synkqa.world import ensure_turtle
 
     config.check()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="bench-", dir=out))
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=out))
     sizes = config.sizes()
     report: dict[str, Any] = {"config": {**asdict(config), "out": str(config.out), "sizes": sizes},
                               "machine": machine(), "scales": {}}
@@ -953,6 +1085,7 @@ def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dic
                                            "seconds": round(time.perf_counter() - t0, 1),
                                            "engines": results}
         report["seconds"] = round(time.perf_counter() - started, 1)
+        report["machine"]["load_average_at_end"] = machine()["load_average_at_start"]
         summarise(report)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -961,25 +1094,36 @@ def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dic
 
 
 def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_dir: Path, log) -> dict:
+    """Load every engine (one after the other), then run each work item on all of them in turn.
+
+    Interleaving item by item (and rotating which engine goes first) gives every engine the
+    same share of whatever else the machine is doing, so ratios from one run are fair.
+    """
     base = {"scale": scale, "turtle": str(turtle), "workload": str(run_dir / f"workload-scale{scale}.json"),
             "run_dir": str(run_dir), "sizes": sizes, "seed": config.seed, "kb_seed": config.kb_seed,
             "workers": config.workers}
     results: dict[str, dict] = {}
-    log(f"scale {scale}: native (reference; draws the work) ...")
-    reference = _spawn({**base, "engine": "native", "make_workload": True}, run_dir, config.worker_timeout)
-    if reference.get("status") != "ok":
-        raise SynKQAError(f"the native engine (the reference) failed at scale {scale}: {reference.get('reason')}")
-    if "native" in config.engines:
-        results["native"] = reference
+    workers: dict[str, _Worker] = {}
     servers = _Servers()
+
+    def fail(engine: str, exc: Exception) -> None:
+        results[engine].update(status="failed", reason=str(exc).splitlines()[0][:400])
+        worker = workers.pop(engine, None)
+        if worker is not None:
+            worker.stop()
+
     try:
+        log(f"scale {scale}: loading native (the reference; it draws the work) ...")
+        native = workers["native"] = _Worker("native", {**base, "engine": "native"}, run_dir, config.worker_timeout)
+        results["native"] = {"engine": "native", "scale": scale, "status": "ok", **native.call({"cmd": "load"})}
+        results["native"].update(native.call({"cmd": "workload"}))
         for engine in config.engines:
             if engine == "native":
                 continue
+            results[engine] = {"engine": engine, "scale": scale, "status": "ok"}
             spec = ENGINES[engine]
             if spec.max_scale is not None and scale > spec.max_scale:
-                results[engine] = {"engine": engine, "scale": scale, "status": "not run",
-                                   "reason": f"scale > {spec.max_scale}: {spec.max_scale_reason}"}
+                results[engine].update(status="not run", reason=f"scale > {spec.max_scale}: {spec.max_scale_reason}")
                 continue
             job = {**base, "engine": engine, "caps": spec.caps}
             if engine in HTTP_ENGINES:
@@ -989,33 +1133,75 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
 
                     graph = DEFAULT_GRAPH if engine == "virtuoso" and "default-graph-uri" not in url else None
                     job.update(url=url, graph=graph)
-                    facts = {"external": True}
+                    results[engine]["server"] = "external URL: load time and memory not measured"
                 else:
                     facts, why = servers.start(engine, turtle, run_dir / f"{engine}-scale{scale}", log)
                     if facts is None:
-                        results[engine] = {"engine": engine, "scale": scale, "status": "not available", "reason": why}
+                        results[engine].update(status="not available", reason=why)
                         continue
-                    job.update(url=facts["url"], graph=facts["graph"], server_pid=facts["pid"])
+                    job.update(url=facts["url"], graph=facts["graph"])
+                    results[engine].update(server_pid=facts["pid"], server_load_s=facts["load_s"],
+                                           server_start_s=facts["start_s"])
             elif engine in ("kopl", "kopl-engine"):
                 why = _peer_missing(engine)
                 if why:
-                    results[engine] = {"engine": engine, "scale": scale, "status": "not available", "reason": why}
+                    results[engine].update(status="not available", reason=why)
                     continue
                 job["kqapro_json"] = str(_kqapro_json(turtle, scale, config.kb_seed, engine == "kopl", log))
-            log(f"scale {scale}: {engine} ...")
-            result = _spawn(job, run_dir, config.worker_timeout)
-            if engine in HTTP_ENGINES:
-                if facts.get("external"):
-                    result.update(load_s=None, peak_mb=None, server="external URL: load and memory not measured")
-                else:
-                    # The server does the work: its load time and its memory are the engine's.
-                    result.update(load_s=facts["load_s"], start_s=facts["start_s"],
-                                  client_peak_mb=result.get("peak_mb"), peak_mb=process_peak_mb(facts["pid"]),
-                                  peak_after_load_mb=None)
-            results[engine] = result
+            log(f"scale {scale}: loading {engine} ...")
+            workers[engine] = _Worker(engine, job, run_dir, config.worker_timeout)
+            try:
+                results[engine].update(workers[engine].call({"cmd": "load"}))
+            except WorkerFailed as exc:
+                fail(engine, exc)
+        workload = json.loads(Path(base["workload"]).read_text())
+        keys = ([f"templates/{t}" for t in workload["templates"]] + ["random"]
+                + [f"scans/{s}" for s in workload["scans"]])
+        log(f"scale {scale}: {len(keys)} work items on {len(workers)} engines, interleaved ...")
+        for i, key in enumerate(keys):
+            order = list(workers)
+            order = order[i % len(order):] + order[:i % len(order)]
+            for engine in order:
+                try:
+                    results[engine].setdefault("runs", {})[key] = workers[engine].call({"cmd": "run", "key": key})
+                except WorkerFailed as exc:
+                    fail(engine, exc)
+        log(f"scale {scale}: batch of {len(workload['batch'])} gold programs ...")
+        for engine in list(workers):
+            try:
+                results[engine]["batch"] = workers[engine].call({"cmd": "batch"})
+            except WorkerFailed as exc:
+                fail(engine, exc)
+        if workload.get("evtc"):
+            log(f"scale {scale}: EV-TC on {len(workload['evtc']['questions'])} questions ...")
+            for engine in list(workers):
+                if ENGINES[engine].family == "peer":
+                    continue
+                try:
+                    results[engine]["evtc"] = workers[engine].call({"cmd": "evtc"})
+                except WorkerFailed as exc:
+                    fail(engine, exc)
+        for engine in list(workers):
+            try:
+                results[engine].update(workers[engine].call({"cmd": "finish"}))
+            except WorkerFailed as exc:
+                fail(engine, exc)
+        for engine in HTTP_ENGINES:
+            result = results.get(engine) or {}
+            if result.get("server_pid"):
+                # The server does the work: its load time and its memory are the engine's.
+                result.update(client_peak_mb=result.get("peak_mb"), peak_mb=process_peak_mb(result["server_pid"]),
+                              load_s=result["server_load_s"], peak_after_load_mb=None)
+            elif result.get("server"):
+                result.update(client_peak_mb=result.get("peak_mb"), peak_mb=None, load_s=None)
     finally:
+        for worker in workers.values():
+            worker.stop()
         servers.stop()
-    compare_answers(reference, results)
+    if results["native"].get("status") != "ok":
+        raise WorkerFailed(f"the native engine (the reference) failed at scale {scale}: "
+                           f"{results['native'].get('reason')}")
+    compare_answers(results["native"], results)
     if "native" not in config.engines:
         results.pop("native", None)
     return results
@@ -1062,9 +1248,12 @@ def _agree(engine: str, run: dict, ours: list[str], error: str) -> dict:
     tags: Counter = Counter()
     if "peer_answers" in run:
         finishes = run.get("finishes") or [None] * len(run["peer_answers"])
-        for ref, theirs, finish in zip(ours, run["peer_answers"], finishes):
-            if theirs is None:
+        incomparable = run.get("incomparable") or [None] * len(run["peer_answers"])
+        for ref, theirs, finish, why in zip(ours, run["peer_answers"], finishes, incomparable):
+            if theirs is None or why:
                 counts["not_comparable"] += 1
+                if why:
+                    tags[f"not comparable: {why}"] += 1
                 continue
             answer, tag = theirs
             expected = "error" if ref == "error" else ref
@@ -1276,20 +1465,25 @@ def summary_cells(row: dict) -> list[str]:
     return cells
 
 
-def shape_table(report: dict) -> tuple[list[str], list[list[str]]]:
-    """Median µs per program for each template shape (rows) and scale × engine (columns)."""
-    columns, cells = [], {}
-    for scale, block in report["scales"].items():
-        for engine, result in block["engines"].items():
-            if result.get("status") != "ok":
-                continue
-            columns.append(f"{engine} {scale}×")
-            for key, run in (result.get("runs") or {}).items():
-                cells[(key, columns[-1])] = run.get("median_us")
+SHORT = {"native": "native", "oxigraph-memory": "ox mem", "oxigraph-disk": "ox disk", "rdflib": "rdflib",
+         "oxigraph-server": "ox HTTP", "virtuoso": "virtuoso", "kopl": "kopl", "kopl-engine": "kopl-eng"}
+"""Column headings of the per-program table."""
+
+
+def shape_table(report: dict, scale: str) -> tuple[list[str], list[list[str]]]:
+    """Median µs per program at one scale: a row per work item, a column per engine that ran."""
+    block = report["scales"][scale]
+    engines = [e for e, r in block["engines"].items() if r.get("status") == "ok"]
     keys = [f"templates/{t}" for t in TEMPLATE_ORDER] + ["random"] + [f"scans/{s}" for s in SCAN_SHAPES]
-    rows = [[k.split("/", 1)[-1]] + [_fmt(cells.get((k, c))) for c in columns] for k in keys
-            if any((k, c) in cells for c in columns)]
-    return ["program"] + columns, rows
+    rows = []
+    for key in keys:
+        values = [(block["engines"][e].get("runs") or {}).get(key, {}).get("median_us") for e in engines]
+        if any(v is not None for v in values):
+            rows.append([key.split("/", 1)[-1]] + [_fmt(v) for v in values])
+    evtc = [(block["engines"][e].get("evtc") or {}).get("median_us") for e in engines]
+    if any(v is not None for v in evtc):
+        rows.append(["EV-TC per question"] + [_fmt(v) for v in evtc])
+    return ["program"] + [SHORT.get(e, e) for e in engines], rows
 
 
 def markdown(report: dict) -> str:
@@ -1305,9 +1499,11 @@ def markdown(report: dict) -> str:
         state = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
         lines.append(f"- {t['target']}: **{state}** (value {t.get('value')})"
                      + (f" — {t['why']}" if t.get("why") else ""))
-    columns, rows = shape_table(report)
-    lines += ["", "Median µs per program:", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    for scale in report["scales"]:
+        columns, rows = shape_table(report, scale)
+        lines += ["", f"Median µs per program, scale {scale}:", "", "| " + " | ".join(columns) + " |",
+                  "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
     lines += ["", "Batch throughput (programs/s):", "", "| scale | engine | one by one | execute_many | "
               "execute_many, parallel |", "|---|---|---|---|---|"]
     for scale, block in report["scales"].items():
@@ -1327,10 +1523,10 @@ def write_outputs(report: dict, out: Path) -> None:
     for block in slim["scales"].values():
         for result in block["engines"].values():
             for run in (result.get("runs") or {}).values():
-                for key in ("answers", "peer_answers", "finishes"):
+                for key in ("answers", "peer_answers", "finishes", "incomparable"):
                     run.pop(key, None)
             for part in ("batch", "evtc"):
-                for key in ("answers", "many_answers", "peer_answers", "finishes"):
+                for key in ("answers", "many_answers", "peer_answers", "finishes", "incomparable"):
                     (result.get(part) or {}).pop(key, None)
     report.clear()
     report.update(slim)
@@ -1374,7 +1570,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m evaluation.bench worker JOB`` (internal)."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "worker":
-        return run_worker(Path(argv[1]))
+        return serve(Path(argv[1]))
     print("usage: python -m evaluation.bench worker JOB.json   (the command is: synkqa bench)", file=sys.stderr)
     return 2
 

@@ -30,7 +30,6 @@ from typing import Any
 from evaluation import metrics, paper
 from evaluation.runner import Progress, jsonable, load_splits, make_executor, read_jsonl
 from evaluation.tables import Table
-from parsers import registry
 from parsers.base import Prediction, ProgramRunner, queries_from
 from parsers.rerank import ExecutionValidatedParser
 

@@ -48,6 +48,7 @@ from ontology import ENTITY_NS, NS, schema
 QueryForm = Literal["select-entities", "select-number", "ask"]
 
 PREFIX_LINES = f"PREFIX sk: <{NS}>\nPREFIX ske: <{ENTITY_NS}>\n"
+XSD_PREFIX_LINE = "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"   # only in queries with a Cast
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 _VAR_BASE = {"Person": "person", "City": "city", "Country": "country", "Organization": "org"}
 
@@ -222,8 +223,53 @@ class SubSelect:
     select: Select
 
 
+@dataclass(frozen=True)
+class Cast:
+    """``xsd:decimal(?v)``: an integer value compared with a decimal one (see the module docstring)."""
+
+    var: Var
+
+
+@dataclass(frozen=True)
+class IsA:
+    """``?x a sk:Class .``: the class triple written beside every VALUES of entities."""
+
+    var: Var
+    cls: str
+
+
+@dataclass(frozen=True)
+class NotIn:
+    """``FILTER(?x NOT IN (ske:a, ske:b))``."""
+
+    var: Var
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Exists:
+    """``FILTER EXISTS { ... }`` (``NOT EXISTS`` when ``negated``)."""
+
+    patterns: tuple
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Unless:
+    """``FILTER(?x != ske:e || NOT EXISTS { C })``: drops ``e`` when the closed condition C holds."""
+
+    var: Var
+    entity: Entity
+    patterns: tuple
+
+
+@dataclass(frozen=True)
+class Never:
+    """``FILTER(false)``: a set that is empty whatever the KB (And of two different entities)."""
+
+
 def _subst(node, m: dict):
-    """``node`` with variables replaced through ``m`` (Var -> Var)."""
+    """``node`` with variables replaced through ``m`` (Var -> Var, or Var -> Entity in plain patterns)."""
     if isinstance(node, Var):
         return m.get(node, node)
     if isinstance(node, tuple):
@@ -247,7 +293,17 @@ def _subst(node, m: dict):
                       tuple((_subst(v, m), d) for v, d in node.order), node.limit)
     if isinstance(node, SubSelect):
         return SubSelect(_subst(node.select, m))
-    return node          # Entity, Num
+    if isinstance(node, Cast):
+        return Cast(_subst(node.var, m))
+    if isinstance(node, IsA):
+        return IsA(_subst(node.var, m), node.cls)
+    if isinstance(node, NotIn):
+        return NotIn(_subst(node.var, m), node.names)
+    if isinstance(node, Exists):
+        return Exists(_subst(node.patterns, m), node.negated)
+    if isinstance(node, Unless):
+        return Unless(_subst(node.var, m), node.entity, _subst(node.patterns, m))
+    return node          # Entity, Num, Never
 
 
 class _Renderer:
@@ -256,6 +312,7 @@ class _Renderer:
     def __init__(self):
         self.names: dict[Var, str] = {}
         self.taken: set[str] = set()
+        self.uses_xsd = False                 # a Cast was written: the query needs PREFIX xsd:
 
     def var(self, v: Var) -> str:
         name = self.names.get(v)
@@ -274,6 +331,9 @@ class _Renderer:
             return self.var(t)
         if isinstance(t, Entity):
             return "ske:" + t.name
+        if isinstance(t, Cast):
+            self.uses_xsd = True
+            return f"xsd:decimal({self.term(t.var)})"
         return t.text
 
     def patterns(self, patterns, ind: str) -> list[str]:
@@ -309,9 +369,28 @@ class _Renderer:
                 lines.append(f"{ind}{{")
                 lines += self.select(node.select, ind + "  ")
                 lines.append(f"{ind}}}")
+            elif isinstance(node, IsA):
+                lines.append(f"{ind}{self.var(node.var)} a sk:{node.cls} .")
+            elif isinstance(node, NotIn):
+                lines.append(f"{ind}FILTER({self.var(node.var)} NOT IN ("
+                             + ", ".join("ske:" + n for n in node.names) + "))")
+            elif isinstance(node, Exists):
+                lines += self.group(f"{ind}FILTER {'NOT ' if node.negated else ''}EXISTS", node.patterns, ind)
+            elif isinstance(node, Unless):
+                head = f"{ind}FILTER({self.var(node.var)} != {self.term(node.entity)} || NOT EXISTS"
+                lines += self.group(head, node.patterns, ind, close=")")
+            elif isinstance(node, Never):
+                lines.append(f"{ind}FILTER(false)")
             else:  # pragma: no cover - the compiler builds only the nodes above
                 raise TypeError(node)
         return lines
+
+    def group(self, head: str, patterns, ind: str, close: str = "") -> list[str]:
+        """``head { ... }``: on one line when the group is a single triple."""
+        if len(patterns) == 1 and isinstance(patterns[0], Triple):
+            t = patterns[0]
+            return [f"{head} {{ {self.term(t.s)} sk:{t.p} {self.term(t.o)} }}{close}"]
+        return [f"{head} {{", *self.patterns(patterns, ind + "  "), f"{ind}}}{close}"]
 
     def select(self, sel: Select, ind: str = "") -> list[str]:
         items = []
@@ -333,16 +412,20 @@ class _Renderer:
         return lines
 
 
+def _prefixes(r: _Renderer) -> str:
+    return PREFIX_LINES + (XSD_PREFIX_LINE if r.uses_xsd else "")
+
+
 def render_select(sel: Select) -> tuple[str, _Renderer]:
     r = _Renderer()
     body = "\n".join(r.select(sel))
-    return f"{PREFIX_LINES}\n{body}\n", r
+    return f"{_prefixes(r)}\n{body}\n", r
 
 
 def render_ask(patterns: tuple) -> str:
     r = _Renderer()
     body = "\n".join(["ASK {", *r.patterns(patterns, "  "), "}"])
-    return f"{PREFIX_LINES}\n{body}\n"
+    return f"{_prefixes(r)}\n{body}\n"
 
 
 # ---- fragments: what each stack value compiles to -------------------------------------------
@@ -359,9 +442,12 @@ class Card(IntEnum):
 class SetFrag:
     """An entity set: the solutions of ``patterns`` bind ``term`` to its members.
 
-    A constant ``term`` (from Find) stands for ``{e}`` when ``patterns`` have a solution.
+    A constant ``term`` (from Find) stands for ``{e}`` when ``patterns`` have a solution;
+    those patterns are then *closed* (no variable they bind is shared with the rest of the
+    query), and a constant stays a constant through FilterNum, Argmax, And and Diff.
     ``hoist`` is set when the fragment is exactly one sub-SELECT that may become the
-    outer query (Argmax as the last operator).
+    outer query (Argmax as the last operator). ``alts`` are the operands of an Or
+    (flattened; pure constants merged), which Diff removes one by one.
     """
 
     patterns: tuple
@@ -369,6 +455,7 @@ class SetFrag:
     classes: frozenset
     card: Card
     hoist: Select | None = None
+    alts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -384,6 +471,7 @@ class NumFrag:
     var: Var
     hoist: Select | None = None                 # Count: the aggregate query itself
     attr: tuple | None = None                   # QueryAttr: (operand SetFrag, attribute, step)
+    datatype: str = "integer"                   # of the value: "integer" or "decimal"
 
 
 @dataclass(frozen=True)
@@ -400,29 +488,126 @@ def _base(classes: frozenset) -> str:
     return _VAR_BASE.get(next(iter(classes)), "entity") if len(classes) == 1 else "entity"
 
 
+def _constants(var: Var, names: tuple[str, ...]) -> tuple:
+    """``VALUES ?x { ske:a ... }`` and the class triple ``?x a sk:C .`` (one class per VALUES).
+
+    The class triple gives the group a triple pattern: Virtuoso 7.2 drops a UNION branch
+    made only of VALUES. It is true of every entity the guards let through.
+    """
+    classes = {entity_class(n) for n in names}
+    if len(classes) != 1 or None in classes:   # only for unchecked programs: Or splits classes
+        return (Values(var, names),)
+    return Values(var, names), IsA(var, classes.pop())
+
+
 def _as_var(frag: SetFrag) -> tuple[tuple, Var]:
     """Patterns and a variable bound to the set's members (a constant becomes VALUES)."""
     if isinstance(frag.term, Var):
         return frag.patterns, frag.term
     var = Var(_base(frag.classes))
-    return (Values(var, (frag.term.name,)), *frag.patterns), var
+    return (*_constants(var, (frag.term.name,)), *frag.patterns), var
 
 
 def _bound_to(frag: SetFrag, var: Var) -> tuple:
     """Patterns binding ``var`` (instead of the fragment's own variable) to the members."""
     if isinstance(frag.term, Var):
         return _subst(frag.patterns, {frag.term: var})
-    return (Values(var, (frag.term.name,)), *frag.patterns)
+    return (*_constants(var, (frag.term.name,)), *frag.patterns)
 
 
 def _pure_constants(frag: SetFrag) -> tuple[str, ...] | None:
     """The members when the set is a plain list of entities (Find, Or of Finds), else None."""
     if isinstance(frag.term, Entity) and not frag.patterns:
         return (frag.term.name,)
-    if (isinstance(frag.term, Var) and len(frag.patterns) == 1 and isinstance(frag.patterns[0], Values)
-            and frag.patterns[0].var is frag.term):
+    if (isinstance(frag.term, Var) and frag.patterns and isinstance(frag.patterns[0], Values)
+            and frag.patterns[0].var is frag.term and frag.patterns == _constants(frag.term, frag.patterns[0].names)):
         return frag.patterns[0].names
     return None
+
+
+def _alternatives(frag: SetFrag) -> tuple[SetFrag, ...]:
+    """The operands of an Or (flattened), or the set itself."""
+    return frag.alts or (frag,)
+
+
+def _merge_alternatives(alts: tuple[SetFrag, ...]) -> tuple[SetFrag, ...]:
+    """Or operands, simplified: plain entities merged into one VALUES per class (at the place
+    of the first), an entity's conditional copies merged into one (dropped when the entity
+    is there unconditionally), the rest kept in order."""
+    pure: dict[str, None] = {}
+    conditional: dict[Entity, list[SetFrag]] = {}
+    order: list = []                      # "pure", an Entity, or a SetFrag with a variable
+    for alt in alts:
+        names = _pure_constants(alt)
+        if names is not None:
+            if "pure" not in order:
+                order.append("pure")
+            pure.update(dict.fromkeys(names))
+        elif isinstance(alt.term, Entity):
+            if alt.term not in conditional:
+                order.append(alt.term)
+            conditional.setdefault(alt.term, []).append(alt)
+        else:
+            order.append(alt)
+    out: list[SetFrag] = []
+    for item in order:
+        if item == "pure":
+            by_class: dict = {}
+            for name in sorted(pure):
+                by_class.setdefault(entity_class(name), []).append(name)
+            for cls, names in sorted(by_class.items(), key=lambda kv: kv[0] or ""):
+                classes = frozenset((cls,)) if cls else _ALL_CLASSES
+                if len(names) == 1:
+                    out.append(SetFrag((), Entity(names[0]), classes, Card.ONE))
+                else:
+                    var = Var(_base(classes))
+                    out.append(SetFrag(_constants(var, tuple(names)), var, classes, Card.MANY))
+        elif isinstance(item, Entity):
+            if item.name in pure:
+                continue
+            group = conditional[item]
+            if len(group) == 1:
+                out.append(group[0])
+            else:                          # e if C1 or e if C2: e if (C1 or C2)
+                out.append(SetFrag((Union_(tuple(g.patterns for g in group)),), item, group[0].classes,
+                                   Card.OPT))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _plain(patterns: tuple) -> bool:
+    """Only triples and comparisons (possibly in UNION branches): a constant may replace a variable."""
+    return all(isinstance(n, (Triple, Filter)) or (isinstance(n, Union_) and all(map(_plain, n.branches)))
+               for n in patterns)
+
+
+def _membership(frag: SetFrag, entity: Entity) -> tuple:
+    """A closed group of patterns that has a solution exactly when ``entity`` is in ``frag``
+    (a set with a variable term): the patterns with the constant in place of the variable
+    when they are plain, else the patterns and ``FILTER(?x = ske:e)``."""
+    if _plain(frag.patterns):
+        return _subst(frag.patterns, {frag.term: entity})
+    return (*frag.patterns, Filter(frag.term, "=", entity))
+
+
+def _num_type(num: Num) -> str:
+    return "decimal" if "." in num.text else "integer"
+
+
+def _compare(left, left_type: str, op: str, right, right_type: str) -> Filter:
+    """``FILTER(left op right)``; an integer variable compared with a decimal is cast to decimal.
+
+    Virtuoso 7.2 compares an ``xsd:integer`` value with a fractional ``xsd:decimal`` wrongly
+    when it can use an index range (``186 <= 150.5`` holds there); the cast leaves the value
+    unchanged everywhere and keeps Virtuoso from the index range.
+    """
+    if left_type != right_type:
+        if left_type == "integer" and isinstance(left, Var):
+            left = Cast(left)
+        if right_type == "integer" and isinstance(right, Var):
+            right = Cast(right)
+    return Filter(left, op, right)
 
 
 class _Compiler:
@@ -538,19 +723,21 @@ class _Compiler:
                           Agg("COUNT", probe, Var("values")), Agg("SAMPLE", var, Var("member"))),
                          (*patterns, Optional_((Triple(var, info.name, probe),))))
             self.guards.append(SingletonGuard(i, info.name, render_select(sel)[0]))
-        return NumFrag((*a.patterns, Triple(a.term, info.name, value)), value, attr=(a, info.name, i))
+        return NumFrag((*a.patterns, Triple(a.term, info.name, value)), value, attr=(a, info.name, i),
+                       datatype=info.datatype)
 
     def op_Compare(self, step, stack, i):
         op = self.comparator(step.args[0], step, i)
         right = self.pop(stack, ValueType.NUMBER, step, i)
         left = self.pop(stack, ValueType.NUMBER, step, i)
-        return BoolFrag((*left.patterns, *right.patterns, Filter(left.var, op, right.var)))
+        return BoolFrag((*left.patterns, *right.patterns, _compare(left.var, left.datatype, op, right.var,
+                                                                   right.datatype)))
 
     def op_VerifyNum(self, step, stack, i):
         op = self.comparator(step.args[0], step, i)
         bound = self.number(step.args[1], step, i)
         a = self.pop(stack, ValueType.NUMBER, step, i)
-        return BoolFrag((*a.patterns, Filter(a.var, op, bound)))
+        return BoolFrag((*a.patterns, _compare(a.var, a.datatype, op, bound, _num_type(bound))))
 
     def op_VerifyRel(self, step, stack, i):
         info = self.relation(step.args[0], step, i)
@@ -564,14 +751,20 @@ class _Compiler:
         bound = self.number(step.args[2], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
         value = Var(info.name)
-        return SetFrag((*a.patterns, Triple(a.term, info.name, value), Filter(value, op, bound)), a.term,
+        return SetFrag((*a.patterns, Triple(a.term, info.name, value),
+                        _compare(value, info.datatype, op, bound, _num_type(bound))), a.term,
                        a.classes & {info.domain}, max(a.card, Card.OPT))
 
     def op_Argmax(self, step, stack, i, descending: bool = True):
         info = self.attribute(step.args[0], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        patterns, var = _as_var(a)
         value = Var(info.name)
+        if isinstance(a.term, Entity):
+            # The one candidate wins when it has the value: no sub-SELECT (Virtuoso 7.2 cannot
+            # compile a sub-SELECT over one constant followed by an OPTIONAL).
+            return SetFrag((*a.patterns, Triple(a.term, info.name, value)), a.term, a.classes & {info.domain},
+                           Card.OPT)
+        patterns, var = a.patterns, a.term
         sel = Select((var,), (*patterns, Triple(var, info.name, value)),
                      order=((value, descending), (var, False)), limit=1)
         return SetFrag((SubSelect(sel),), var, a.classes & {info.domain}, Card.OPT, hoist=sel)
@@ -584,36 +777,74 @@ class _Compiler:
         a = self.pop(stack, ValueType.ENTITIES, step, i)
         classes = a.classes & b.classes
         card = Card.OPT if min(a.card, b.card) <= Card.OPT else Card.MANY
-        if isinstance(a.term, Entity) and isinstance(b.term, Entity) and a.term == b.term:
-            return SetFrag((*a.patterns, *b.patterns), a.term, classes, card)
-        if isinstance(a.term, Var):
-            var, patterns = a.term, (*a.patterns, *_bound_to(b, a.term))
-        elif isinstance(b.term, Var):
-            var, patterns = b.term, (*b.patterns, *_bound_to(a, b.term))
-        else:
-            patterns, var = _as_var(a)
-            patterns = (*patterns, *_bound_to(b, var))
-        return SetFrag(patterns, var, classes, card)
+        if isinstance(a.term, Entity) and isinstance(b.term, Entity):
+            empty = () if a.term == b.term else (Never(),)
+            return SetFrag((*a.patterns, *b.patterns, *empty), a.term, classes, card)
+        if isinstance(a.term, Entity) or isinstance(b.term, Entity):
+            # The constant stays a constant: e if (its own conditions and) e is in the other set.
+            const, other = (a, b) if isinstance(a.term, Entity) else (b, a)
+            names = _pure_constants(other)
+            if names is not None:
+                member = () if const.term.name in names else (Never(),)
+            elif _plain(other.patterns):
+                member = _membership(other, const.term)
+            else:
+                member = (Exists(_membership(other, const.term)),)
+            patterns = (*const.patterns, *member) if const is a else (*member, *const.patterns)
+            return SetFrag(patterns, const.term, classes, card)
+        return SetFrag((*a.patterns, *_bound_to(b, a.term)), a.term, classes, card)
 
     def op_Or(self, step, stack, i):
         b = self.pop(stack, ValueType.ENTITIES, step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
         classes = a.classes | b.classes
+        alts = _merge_alternatives((*_alternatives(a), *_alternatives(b)))
+        if len(alts) == 1:                     # Or of one entity with itself, of Finds of one class
+            return SetFrag(alts[0].patterns, alts[0].term, classes, Card.MANY)
         var = a.term if isinstance(a.term, Var) else Var(_base(classes))
-        ca, cb = _pure_constants(a), _pure_constants(b)
-        if ca is not None and cb is not None:
-            names = tuple(sorted(set(ca) | set(cb)))
-            return SetFrag((Values(var, names),), var, classes, Card.MANY)
-        return SetFrag((Union_((_bound_to(a, var), _bound_to(b, var))),), var, classes, Card.MANY)
+        return SetFrag((Union_(tuple(_bound_to(alt, var) for alt in alts)),), var, classes, Card.MANY,
+                       alts=alts)
 
     def op_Diff(self, step, stack, i):
         b = self.pop(stack, ValueType.ENTITIES, step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        patterns, var = _as_var(a)
         card = max(a.card, Card.OPT)
-        if isinstance(b.term, Entity) and not b.patterns:
-            return SetFrag((*patterns, Filter(var, "!=", b.term)), var, a.classes, card)
-        return SetFrag((*patterns, Minus(_bound_to(b, var))), var, a.classes, card)
+        # B is removed one Or operand at a time: A - (B1 | B2) = A - B1 - B2.
+        if isinstance(a.term, Entity):
+            # e minus B: e if (its own conditions and) e is not in B.
+            absent = []
+            for alt in _alternatives(b):
+                names = _pure_constants(alt)
+                if names is not None:
+                    if a.term.name in names:
+                        absent.append(Never())
+                elif isinstance(alt.term, Entity):
+                    if alt.term == a.term:
+                        absent.append(Exists(alt.patterns, negated=True))
+                else:
+                    absent.append(Exists(_membership(alt, a.term), negated=True))
+            return SetFrag((*a.patterns, *absent), a.term, a.classes, card)
+        var = a.term
+        removed: set[str] = set()
+        absent = []
+        for alt in _alternatives(b):
+            names = _pure_constants(alt)
+            if names is not None:
+                removed.update(names)
+            elif isinstance(alt.term, Entity):
+                absent.append(Unless(var, alt.term, alt.patterns))
+            elif _plain(alt.patterns):
+                absent.append(Minus(_bound_to(alt, var)))
+            else:
+                # Not MINUS: Virtuoso 7.2 loses the link between a MINUS and the outer query
+                # when the MINUS side binds its variable through a sub-SELECT or a constant.
+                other = Var(var.base)
+                absent.append(Exists((*_bound_to(alt, other), Filter(other, "=", var)), negated=True))
+        if len(removed) == 1:
+            absent.insert(0, Filter(var, "!=", Entity(removed.pop())))
+        elif removed:
+            absent.insert(0, NotIn(var, tuple(sorted(removed))))
+        return SetFrag((*a.patterns, *absent), var, a.classes, card)
 
     # -- the final value ------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
 from kopl2sparql.errors import ModelError
-from parsers.answer_type import (BOOL, COUNT, ExpectedType, compatible, expected_type, stem, tokenize,
+from parsers.answer_type import (BOOL, ExpectedType, compatible, expected_type, stem, tokenize,
                                  _is_year_attribute)
 from parsers.enumerate import Candidate, Shape, enumerate_programs
 

@@ -218,7 +218,7 @@ def test_generalization_report(tmp_path, executor, kb):
     splits = {"train": train, "test": test}
     first = generalization_report(tmp_path / "a", splits=splits, executor=executor, timing_questions=5,
                                   other_phrasings=FIXTURE)
-    again = generalization_report(tmp_path / "b", splits=splits, executor=executor, timing_questions=0)
+    generalization_report(tmp_path / "b", splits=splits, executor=executor, timing_questions=0)
     cells = first["cells"]
     for mode in ("mc", "open"):
         row = cells[f"{SYSTEM_NAME}/{mode}"]

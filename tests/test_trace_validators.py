@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from kopl2sparql.kbindex import KBIndex
-from kopl2sparql.syntax import parse
 from parsers.base import ProgramRunner, Query
 from parsers.trace_validators import (WRONG_ANSWER_TYPE, AnswerTypeValidator, BestScoring,
                                       OptionsIfGivenValidator, ScoredVerdict, TraceValidator)

@@ -78,13 +78,14 @@ def _print_table(report: dict, lib) -> None:
     for row in report["summary"]:
         table.add_row(*lib.summary_cells(row))
     stdout.print(table)
-    columns, rows = lib.shape_table(report)
-    shapes = Table(title="median µs per program", show_lines=False)
-    for column in columns:
-        shapes.add_column(column, justify="left" if column == "program" else "right", overflow="fold")
-    for row in rows:
-        shapes.add_row(*row)
-    stdout.print(shapes)
+    for scale in report["scales"]:
+        columns, rows = lib.shape_table(report, scale)
+        shapes = Table(title=f"median µs per program, scale {scale}", show_lines=False)
+        for column in columns:
+            shapes.add_column(column, justify="left" if column == "program" else "right", no_wrap=True)
+        for row in rows:
+            shapes.add_row(*row)
+        stdout.print(shapes)
     for target in report["targets"]:
         state = {True: "[green]met[/green]", False: "[red]MISSED[/red]", None: "not measured"}[target["met"]]
         why = f" — {target['why']}" if target.get("why") else ""
