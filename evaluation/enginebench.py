@@ -1,4 +1,7 @@
-"""Latency of the two KoPL engines on the nine template shapes (rerunnable, ~1 min).
+"""Latency of our two KoPL engines on the nine template shapes, in one process (~1 min).
+
+The quick, single-process view; ``synkqa bench`` (:mod:`evaluation.bench`) is the full
+comparison (every engine in its own process, peers, servers, scale 100, throughput).
 
 For every scale and template, ``n`` programs with random slots from the KB are timed one
 by one (``time.perf_counter_ns``, garbage collector off) and the median is reported:
@@ -7,8 +10,8 @@ by one (``time.perf_counter_ns``, garbage collector off) and the median is repor
 - ``native parse+exec``: :func:`kopl2sparql.syntax.parse` then :meth:`Interpreter.run`;
 - ``sparql warm``: compile (cached) + guards (facts already known) + the query on
   in-memory Oxigraph + decoding: what a long-running service pays per program;
-- ``sparql cold``: the same with empty caches before every program (compilation, one
-  fact-check query for the program's entities, the query).
+- ``sparql cold``: the same with empty caches before every program (compilation from
+  scratch, prepared shapes included; the fact check for the program's entities; the query).
 
 Slots are drawn with ``random.Random(seed)``; WorkAndBornIntersection slots come from one
 person (organisation and birth city), as the benchmark generator does, so answers are
@@ -28,7 +31,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from kopl2sparql.compiler import _compile_steps, compile_program
+from kopl2sparql.compiler import clear_caches, compile_program
 from kopl2sparql.interpreter import Interpreter
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.syntax import parse
@@ -51,17 +54,10 @@ class ShapeResult:
 
 
 def random_texts(template: Template, index: KBIndex, n: int, rng: random.Random) -> list[str]:
-    """``n`` program texts of ``template`` with slots drawn from the KB."""
-    out = []
-    for _ in range(n):
-        if template.name == "WorkAndBornIntersection":
-            person = rng.choice(index.members["Person"])
-            slots = {"Org": next(iter(index.forward["works_at"][person])),
-                     "City": next(iter(index.forward["born_in"][person]))}
-        else:
-            slots = {name: rng.choice(index.members[cls]) for name, cls in template.slots}
-        out.append(template.program_text(**slots))
-    return out
+    """``n`` program texts of ``template`` with slots drawn from the KB (as ``synkqa bench`` draws them)."""
+    from evaluation.bench import template_texts
+
+    return template_texts(template, index, n, rng)
 
 
 def _median_us(fn, items, before=None) -> float:
@@ -101,7 +97,7 @@ def bench_scale(scale: int, n: int = 2000, seed: int = 0, log=print) -> list[Sha
         cold_executor = SparqlExecutor(store)
 
         def forget():
-            _compile_steps.cache_clear()
+            clear_caches()
             cold_executor._known.clear()
 
         cold = _median_us(lambda p: cold_executor.run_compiled(compile_program(p)), programs, forget)

@@ -3,16 +3,47 @@
 How each operator compiles (``A``/``B`` are the graph patterns of the operand sets):
 
 ==================  ===============================================================
-Find(e)             the constant ``ske:e`` (``VALUES ?x { ske:e }`` when a variable is needed)
+Find(e)             the constant ``ske:e``; when a variable is needed,
+                    ``VALUES ?x { ske:e } ?x a sk:Class .``
 Relate(r)           ``?a sk:r ?b .``            RelateInv(r): ``?b sk:r ?a .``
-And / Or / Diff     join on a shared variable / ``{ A } UNION { B }`` / ``A MINUS { B }``
-Argmax(a)           ``ORDER BY DESC(?a) ?x LIMIT 1`` (a sub-SELECT when not last); Argmin ASC
+And                 join on a shared variable; with an entity ``e``: the other set's
+                    triples with ``ske:e`` in place of its variable
+Or                  ``{ A } UNION { B }`` (plain entities merged into one VALUES)
+Diff                ``A MINUS { B }``; entities of B: ``FILTER(?x NOT IN (...))``;
+                    an Or is removed operand by operand; details below
+Argmax(a)           ``ORDER BY DESC(?a) ?x LIMIT 1`` (a sub-SELECT when not last); Argmin ASC;
+                    of one entity: the entity and its ``sk:a`` triple
 FilterNum(a,op,n)   ``?x sk:a ?a . FILTER(?a op n)``
 Count               ``SELECT (COUNT(DISTINCT ?x) AS ?count)`` (a sub-SELECT inside comparisons)
 QueryAttr(a)        ``?x sk:a ?a .``
 Compare / VerifyNum ``ASK { ... FILTER(?left op ?right) }``
 VerifyRel(r, e)     ``ASK { ... ?x sk:r ske:e . }``
 ==================  ===============================================================
+
+A set built from one entity stays that constant through FilterNum, Argmax, And and Diff:
+it is ``e`` when a *closed* condition holds (patterns sharing no variable with the rest of
+the query), e.g. ``ske:e sk:height_cm ?h . FILTER(?h > 180)``. A variable is bound to
+entities only where the set itself is needed (the answer, Count, an Or branch).
+
+Portable forms, and why (Virtuoso 7.2.5, each checked against Oxigraph and the native
+engine; ``tests/test_endpoints.py`` compares all four on random programs). One text runs on
+every backend; these are plain SPARQL 1.1 that mean the same everywhere:
+
+- A variable bound by VALUES always has its class triple (``?x a sk:Person .``): Virtuoso
+  returns nothing for a UNION branch made only of VALUES.
+- Nothing crosses into a MINUS or NOT EXISTS through a variable that a constant fixes:
+  Virtuoso then drops the link to the outer query (every row removed, or its SPARQL
+  compiler fails with SP031). So entities of B are removed by FILTER in the outer group
+  (``!=``, ``NOT IN``; an entity under a condition C by ``FILTER(?x != ske:e || NOT EXISTS
+  { C })``), an entity minus a set is ``FILTER NOT EXISTS`` over that set's triples with
+  the entity in place, and a B that is not only triples (a sub-SELECT, VALUES) is removed
+  by ``FILTER NOT EXISTS { B(?x2) FILTER(?x2 = ?x) }`` instead of MINUS.
+- No sub-SELECT over a single constant: Virtuoso fails to compile one followed by an
+  OPTIONAL (SP031). Argmax of one entity is the entity if it has the value.
+- An integer value compared with a decimal (a fractional bound, a decimal attribute) is
+  written ``xsd:decimal(?v)``: Virtuoso compares ``xsd:integer`` against fractional
+  decimals wrongly when it answers the comparison from an index (``186 <= 150.5`` holds).
+  Integer-to-integer and decimal comparisons are written as they are.
 
 The native interpreter raises errors SPARQL cannot express: an unknown entity, and
 ``QueryAttr`` on anything but exactly one entity having the attribute. So that both

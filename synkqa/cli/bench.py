@@ -69,7 +69,11 @@ def bench(
 
 
 def _print_table(report: dict, lib) -> None:
+    from rich.console import Console
     from rich.table import Table
+
+    # Piped output gets rich's 80 columns by default, which folds every cell: use 160.
+    console = stdout if stdout.is_terminal else Console(highlight=False, width=160)
 
     table = Table(title="synkqa bench: median/p99 per template program, load, memory, throughput, agreement",
                   show_lines=False)
@@ -77,7 +81,7 @@ def _print_table(report: dict, lib) -> None:
         table.add_column(label, justify="left" if label in ("engine",) else "right", overflow="fold")
     for row in report["summary"]:
         table.add_row(*lib.summary_cells(row))
-    stdout.print(table)
+    console.print(table)
     for scale in report["scales"]:
         columns, rows = lib.shape_table(report, scale)
         shapes = Table(title=f"median µs per program, scale {scale}", show_lines=False)
@@ -85,8 +89,8 @@ def _print_table(report: dict, lib) -> None:
             shapes.add_column(column, justify="left" if column == "program" else "right", no_wrap=True)
         for row in rows:
             shapes.add_row(*row)
-        stdout.print(shapes)
+        console.print(shapes)
     for target in report["targets"]:
         state = {True: "[green]met[/green]", False: "[red]MISSED[/red]", None: "not measured"}[target["met"]]
         why = f" — {target['why']}" if target.get("why") else ""
-        stdout.print(f"target: {target['target']}: {state} ({target.get('value')}){why}")
+        console.print(f"target: {target['target']}: {state} ({target.get('value')}){why}")

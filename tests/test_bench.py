@@ -1,0 +1,258 @@
+"""``synkqa bench`` and the optimisations it measures.
+
+The smoke test runs every engine that is installed at scale 1 with a handful of programs
+and checks that each one ran and agreed with native (not how fast). The optimisations are
+checked for what matters more than speed: prepared compilation gives exactly the queries
+of a fresh compilation, the batch API exactly the outcomes of one-by-one execution, the
+shape-keyed type-check cache exactly the checker's verdicts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from evaluation import bench
+from kopl2sparql.compiler import _Compiler, clear_caches, compile_program
+from kopl2sparql.errors import ExecutionError, ProgramError, ProgramTypeError
+from kopl2sparql.kbindex import KBIndex
+from kopl2sparql.program import Program, Step
+from kopl2sparql.syntax import parse
+from kopl2sparql.typecheck import entity_class
+from store.executor import NativeExecutor, SparqlExecutor, typecheck
+from synkqa.templates import templates
+from tests.endpoint_servers import in_ci
+
+
+@pytest.fixture(scope="module")
+def index(kb_turtle):
+    return KBIndex.from_turtle(kb_turtle)
+
+
+@pytest.fixture(scope="module")
+def programs(index):
+    """Template programs, random programs of every operator, and programs that fail."""
+    rng = random.Random(11)
+    texts = [t for template in templates() for t in bench.template_texts(template, index, 40, rng)]
+    generator = bench.RandomPrograms(index, rng)
+    texts += [generator.program() for _ in range(700)]
+    texts += ["Find(Person_99999);Relate(born_in);QueryName()",                       # unknown entity
+              "Find(City_0001);QueryAttr(population);Find(City_9999);QueryAttr(population);Compare(>)",
+              "Find(Country_001);RelateInv(located_in);QueryAttr(population)",        # not one entity
+              "Find(Person_00001);VerifyRel(works_at,Org_9999)"]
+    rng.shuffle(texts)
+    return [parse(t) for t in texts]
+
+
+def _outcome(run, program):
+    try:
+        return "answer", run(program)
+    except (ExecutionError, ProgramError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _as_outcome(value):
+    if isinstance(value, Exception):
+        return type(value).__name__, str(value)
+    return "answer", value
+
+
+def _renamed(program: Program, index, rng) -> Program:
+    """The program with its entities replaced by other entities of the same class (sometimes kept)."""
+    names: dict[str, str] = {}
+    steps = []
+    for step in program.steps:
+        args = list(step.args)
+        for i, kind in enumerate(step.operator.args):
+            cls = entity_class(args[i]) if kind.value == "entity" else None
+            if cls is not None:
+                if args[i] not in names:
+                    names[args[i]] = rng.choice(index.members[cls]) if rng.random() < 0.8 else args[i]
+                args[i] = names[args[i]]
+        steps.append(Step(step.op, tuple(args)))
+    return Program(tuple(steps))
+
+
+# ---- the optimisations keep every answer -----------------------------------------------------------
+
+def test_prepared_compilation_gives_the_queries_of_a_fresh_compilation(programs, index):
+    """A shape compiled once and re-filled with other names must equal compiling the program itself."""
+    clear_caches()
+    rng = random.Random(5)
+    compared = reused = 0
+    for program in programs:
+        for variant in (program, _renamed(program, index, rng), _renamed(program, index, rng)):
+            try:
+                compiler = _Compiler(variant.steps)
+                direct = compiler.finish(compiler.run())
+            except ProgramError:
+                continue
+            got = compile_program(variant)
+            compared += 1
+            reused += got.prepared is not None and got.prepared.names != ()
+            assert got == direct and got.sparql == direct.sparql, variant.canonical()
+    assert compared > 1500 and reused > compared // 2
+
+
+def test_typecheck_cache_keys_on_classes_not_names():
+    good = parse("Find(Person_00001);Relate(born_in);QueryName()")
+    typecheck(good)
+    typecheck(parse("Find(Person_00777);Relate(born_in);QueryName()"))        # same shape: cached
+    with pytest.raises(ProgramTypeError, match="located_in"):
+        typecheck(parse("Find(Person_00002);Relate(located_in);QueryName()"))
+    with pytest.raises(ProgramTypeError):                                     # same slots, another class
+        typecheck(parse("Find(Org_0001);Relate(born_in);QueryName()"))
+    with pytest.raises(ProgramTypeError, match="malformed entity name|unknown entity"):
+        typecheck(Program.of(("Find", "Planet_1"), ("Count",)))
+
+
+def test_execute_many_gives_the_outcomes_of_execute_on_oxigraph(kb_store, programs):
+    single = [_outcome(SparqlExecutor(kb_store).execute, p) for p in programs]
+    clear_caches()
+    executor = SparqlExecutor(kb_store)
+    assert [_as_outcome(o) for o in executor.execute_many(programs, batch_size=64)] == single
+    assert [_as_outcome(o) for o in SparqlExecutor(kb_store).execute_many(programs, workers=2)] == single
+    assert any(plan is not None for plan in executor._batch_plans.values())
+    assert any(plan is None for plan in executor._batch_plans.values())          # Argmax ... LIMIT 1
+
+
+class _CountingStore:
+    """The store seen as an endpoint (no in-process fast path), counting queries."""
+
+    def __init__(self, store):
+        self.store, self.queries = store, 0
+
+    def query(self, sparql):
+        self.queries += 1
+        return self.store.query(sparql)
+
+
+def test_execute_many_batches_queries_through_the_generic_store_path(kb_store, programs):
+    native = NativeExecutor(KBIndex.from_store(kb_store))
+    expected = [_outcome(native.execute, p) for p in programs]
+    counting = _CountingStore(kb_store)
+    outcomes = [_as_outcome(o) for o in SparqlExecutor(counting, name="endpoint").execute_many(programs)]
+    assert counting.queries < len(programs)
+    # Native and SPARQL agree (error messages may differ in wording, not in kind).
+    assert [(a[0], a[1] if a[0] == "answer" else None) for a in outcomes] == \
+        [(a[0], a[1] if a[0] == "answer" else None) for a in expected]
+    # Template programs share nine shapes: one query per shape and batch (Argmax's ORDER BY ...
+    # LIMIT 1 runs one by one) plus a fact-check query per 500 facts.
+    rng = random.Random(4)
+    index = native.interpreter.index
+    templated = [parse(t) for template in templates() for t in bench.template_texts(template, index, 40, rng)]
+    counting = _CountingStore(kb_store)
+    SparqlExecutor(counting, name="endpoint").execute_many(templated)
+    assert counting.queries <= 40 + 8 + 3           # facts: 500 per query
+
+
+def test_native_execute_many_on_two_cores_matches_one(index, programs):
+    native = NativeExecutor(index)
+    many = programs * 3                                         # above PARALLEL_MIN: really forks
+    sequential = [_as_outcome(o) for o in native.execute_many(many)]
+    assert [_as_outcome(o) for o in native.execute_many(many, workers=2)] == sequential
+
+
+# ---- pieces of the harness ------------------------------------------------------------------------
+
+def test_random_programs_are_well_typed_and_deterministic(index):
+    first = [bench.RandomPrograms(index, random.Random(3)).program() for _ in range(1)]
+    generator = bench.RandomPrograms(index, random.Random(3))
+    texts = [generator.program() for _ in range(300)]
+    assert texts[:1] == first
+    for text in texts:
+        typecheck(parse(text))
+    ops = {step.op for text in texts for step in parse(text).steps}
+    assert {"Relate", "RelateInv", "And", "Or", "Diff", "Argmax", "FilterNum", "Count", "QueryAttr",
+            "Compare", "VerifyRel", "VerifyNum"} <= ops
+
+
+def test_kopl_engine_comparison_rules():
+    from synkqa.peers import plan_for
+
+    wide = plan_for("Find(Country_001);RelateInv(located_in);RelateInv(born_in);Relate(works_at);"
+                    "RelateInv(works_at);Count()")
+    assert "duplicates" in bench.kopl_engine_incomparable(wide)
+    assert bench.kopl_engine_incomparable(
+        plan_for("Find(Country_001);RelateInv(located_in);RelateInv(born_in);Count()")) is None
+    run = {"peer_answers": [["City_0001", "first-name-only"], ["", "empty-as-no"], ["7", None], ["9", None]],
+           "finishes": ["names", "names", "count", "count"], "incomparable": [None, None, None, "why"]}
+    counts = bench._agree("kopl-engine", run, ["City_0001|City_0002", "", "8", "3"], "error")
+    assert (counts["compared"], counts["agree"], counts["disagree"], counts["not_comparable"]) == (3, 2, 1, 1)
+
+
+def test_bad_options_are_refused():
+    from kopl2sparql.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="did you mean"):
+        bench.parse_engines("native,virtuso")
+    with pytest.raises(ConfigError):
+        bench.parse_scales("0,1")
+    with pytest.raises(ConfigError, match="exactly one --scale"):
+        bench.BenchConfig(scales=(1, 10), virtuoso_url="http://127.0.0.1:1/sparql").check()
+    result = CliRunner().invoke(_app(), ["bench", "--engines", "oxygraph"])
+    assert result.exit_code == 1 and "oxigraph" in result.output
+
+
+def _app():
+    from synkqa.cli import app
+    return app
+
+
+# ---- the smoke test -------------------------------------------------------------------------------
+
+SMOKE = ["--scale", "1", "--n", "3", "--random", "12", "--scans", "2", "--batch", "300", "--evtc", "8",
+         "--evtc-train", "600"]
+
+
+def _require_peers() -> list[str]:
+    missing = [m for m in ("kopl", "kopl_engine") if importlib.util.find_spec(m) is None]
+    if missing and in_ci():
+        pytest.fail(f"CI=true but the peers extra is missing: {missing}", pytrace=False)
+    return missing
+
+
+def test_bench_smoke_every_engine_runs_and_agrees(tmp_path):
+    missing = _require_peers()
+    out = tmp_path / "bench"
+    engines = "native,oxigraph-memory,oxigraph-disk,rdflib,kopl,kopl-engine"
+    result = CliRunner().invoke(_app(), ["bench", *SMOKE, "--engines", engines, "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    rows = {r["engine"]: r for r in report["summary"]}
+    assert set(rows) == set(engines.split(","))
+    for name, row in rows.items():
+        if name in ("kopl", "kopl-engine") and name.replace("-", "_") in missing:
+            assert row["status"] == "not available" and "peers" in row["reason"]
+            continue
+        assert row["status"] == "ok", row
+        assert row["compared"] > 0 and row["disagree"] == 0, row
+        assert row["template_median_us"] > 0 and row["load_s"] >= 0 and row["peak_mb"] > 0
+    ours = report["scales"]["1"]["engines"]
+    assert ours["native"]["batch"]["n"] == 300 and ours["oxigraph-memory"]["evtc"]["n"] == 8
+    assert (out / "bench.json").is_file() and (out / "bench.md").read_text().startswith("Machine:")
+    assert (out / "latency.png").read_bytes()[:4] == b"\x89PNG"
+    assert not list(out.glob("run-*"))                          # the run's scratch directory is gone
+
+
+@pytest.mark.endpoint
+def test_bench_smoke_servers_through_the_fixtures(tmp_path, oxigraph_server, virtuoso_server):
+    result = CliRunner().invoke(_app(), [
+        "bench", *SMOKE, "--evtc", "0", "--batch", "200", "--engines", "oxigraph-server,virtuoso",
+        "--oxigraph-server", oxigraph_server.url, "--virtuoso", virtuoso_server.url,
+        "--out", str(tmp_path / "bench"), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {r["engine"]: r for r in json.loads(result.stdout)["summary"]}
+    for name in ("oxigraph-server", "virtuoso"):
+        assert rows[name]["status"] == "ok" and rows[name]["compared"] > 0 and rows[name]["disagree"] == 0, rows[name]
+
+
+def test_enginebench_still_runs(capsys):
+    from evaluation import enginebench
+
+    assert enginebench.main(["--scales", "1", "--n", "5"]) == 0
+    assert "| 0 BirthYear |" in capsys.readouterr().out
