@@ -213,6 +213,13 @@ def evaluate_command(
     data: Optional[Path] = DATA,
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N questions of the split."),
     predictions_file: Optional[Path] = typer.Option(None, "--predictions", help="Also write predictions (JSONL)."),
+    open_ended: bool = typer.Option(False, "--open-ended",
+                                    help="Remove the options: systems must answer without them "
+                                         "(those that need options stop with an error)."),
+    held_out: Optional[str] = typer.Option(
+        None, "--held-out",
+        help="Comma-separated template names (e.g. EmployerHQCountry,WorkAndBornIntersection): train "
+             "without them and evaluate on their questions only."),
     json_output: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
 ) -> None:
     """Answer accuracy, program EM (overall, by hop, reasoning type and template), error types, and for ranking systems the gold-rank distribution and top-k coverage."""
@@ -222,10 +229,22 @@ def evaluate_command(
     with Progress(enabled=not json_output) as progress:
         wanted = ("train",) if split == "train" else ("train", split)
         splits = load_splits(wanted, data_dir=data, progress=progress)
-        records = splits[split][:limit] if limit else splits[split]
+        records = splits[split]
+        train_records = splits["train"]
+        if held_out:
+            from evaluation.generalization import heldout_split
+            names = [n.strip() for n in held_out.split(",") if n.strip()]
+            try:
+                train_records, records = heldout_split(train_records, records, names)
+            except KeyError as exc:
+                raise ConfigError(str(exc.args[0]) if exc.args else str(exc)) from None
+        records = records[:limit] if limit else records
+        if open_ended:
+            from evaluation.generalization import open_ended_records
+            records = open_ended_records(records)
         with progress.task(f"executor ({backend})", 1):
             executor = make_executor(backend)
-        result = evaluate_system(spec.name, records, splits["train"], executor, seed=seed, k=k,
+        result = evaluate_system(spec.name, records, train_records, executor, seed=seed, k=k,
                                  progress=progress)
     predictions = result.pop("predictions")
     result["split"] = split
@@ -290,6 +309,9 @@ def reproduce_command(
     k: int = typer.Option(5, "--k", "-k", min=1, help="EV-TC candidates per question."),
     data: Optional[Path] = DATA,
     timing: bool = typer.Option(True, "--timing/--no-timing", help="Time TC and EV-TC per question."),
+    beyond: bool = typer.Option(True, "--beyond/--no-beyond",
+                                help="Also evaluate schema-ev open-ended and on held-out templates "
+                                     "(generalization.md)."),
     json_output: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
 ) -> None:
     """Reproduce the paper: build what is missing (KB, dataset), train TC with every seed, evaluate every system, and write Tables I–XI (Markdown + JSON, beside the paper's), Figures 2–7 (PNG) and SUMMARY.md under --out.
@@ -305,6 +327,12 @@ def reproduce_command(
         results = run_study(config, progress)
         with progress.task("tables, figures, summary", 1):
             written = write_report(results, out)
+        if beyond:
+            from evaluation.generalization import generalization_report
+            gen = generalization_report(out, seed=seed_list[0], backend=backend, k=k, data_dir=data,
+                                        executor=results["_executor"],
+                                        timing_questions=2000 if timing else 0, progress=progress)
+            written += [Path(p) for p in gen["files"]]
     elapsed = time.perf_counter() - start
     systems = results["systems"]
     headline = {name: {"accuracy": round(m["overall"]["accuracy"], 2),
