@@ -312,6 +312,9 @@ def reproduce_command(
     beyond: bool = typer.Option(True, "--beyond/--no-beyond",
                                 help="Also evaluate schema-ev open-ended and on held-out templates "
                                      "(generalization.md)."),
+    beyond_best: bool = typer.Option(False, "--beyond-best",
+                                     help="In generalization.md, also run schema-ev with the "
+                                          "best-scoring selection rule (about 8x the executions)."),
     json_output: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
 ) -> None:
     """Reproduce the paper: build what is missing (KB, dataset), train TC with every seed, evaluate every system, and write Tables I–XI (Markdown + JSON, beside the paper's), Figures 2–7 (PNG) and SUMMARY.md under --out.
@@ -331,7 +334,8 @@ def reproduce_command(
             from evaluation.generalization import generalization_report
             gen = generalization_report(out, seed=seed_list[0], backend=backend, k=k, data_dir=data,
                                         executor=results["_executor"],
-                                        timing_questions=2000 if timing else 0, progress=progress)
+                                        timing_questions=500 if timing else 0, best_rule=beyond_best,
+                                        progress=progress)
             written += [Path(p) for p in gen["files"]]
     elapsed = time.perf_counter() - start
     systems = results["systems"]
