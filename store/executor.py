@@ -165,24 +165,29 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-_FORKED = None   # the executor a forked worker runs (inherited, never pickled)
+_FORKED = None   # (executor, programs) a forked worker reads: inherited, never pickled
 
 
-def _forked_chunk(chunk: list[Program]) -> list[Outcome]:
-    return _FORKED.execute_many(chunk)           # errors pickle with their attributes
+def _forked_range(bounds: tuple[int, int]) -> list[Outcome]:
+    executor, programs = _FORKED
+    return executor.execute_many(programs[bounds[0]:bounds[1]])    # outcomes pickle, errors too
 
 
 def _forked(executor, programs: list[Program], workers: int) -> list[Outcome]:
-    """Run ``executor.execute_many`` on ``workers`` forked processes, one contiguous chunk each."""
+    """Run ``executor.execute_many`` on ``workers`` forked processes, one contiguous range each.
+
+    The children inherit the executor and the programs (copy-on-write); only the ranges go
+    to them and only the outcomes come back.
+    """
     import multiprocessing
 
     global _FORKED
     size = -(-len(programs) // workers)
-    chunks = [programs[i:i + size] for i in range(0, len(programs), size)]
-    _FORKED = executor
+    ranges = [(i, min(i + size, len(programs))) for i in range(0, len(programs), size)]
+    _FORKED = (executor, programs)
     try:
-        with multiprocessing.get_context("fork").Pool(len(chunks)) as pool:
-            parts = pool.map(_forked_chunk, chunks)
+        with multiprocessing.get_context("fork").Pool(len(ranges)) as pool:
+            parts = pool.map(_forked_range, ranges)
     finally:
         _FORKED = None
     return [outcome for part in parts for outcome in part]
