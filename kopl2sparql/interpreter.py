@@ -67,16 +67,35 @@ class TraceStep:
                 "value": self.value.canonical()}
 
 
+def _answer_direct(kind: str, values: tuple, _new=object.__new__, _cls=Answer) -> Answer:
+    answer = _new(_cls)
+    answer.__dict__.update(kind=kind, values=values)
+    return answer
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__, a third of the
+# time of rendering a one-name answer. Answer has no __post_init__ and no __slots__, so
+# filling its __dict__ builds the same object (the guard keeps this honest if Answer changes).
+_answer = (Answer if hasattr(Answer, "__slots__") or hasattr(Answer, "__post_init__")
+           else _answer_direct)
+_YES, _NO = Answer.boolean(True), Answer.boolean(False)
+
+
 def to_answer(value: Any) -> Answer:
     """Render an interpreter value (entity set, names, number, bool) as an :class:`Answer`."""
-    if type(value) is bool:
-        return Answer.boolean(value)
+    kind = type(value)
+    if kind is bool:
+        return _YES if value else _NO
+    if kind is frozenset or kind is set:
+        return _answer("entities", tuple(sorted(value)) if len(value) > 1 else tuple(value))
+    if kind is Names:
+        return _answer("entities", tuple(value))
+    if kind is int:
+        return _answer("number", (str(value),))    # already canonical; format_number costs µs
     if isinstance(value, (frozenset, set)):
-        return Answer("entities", tuple(sorted(value)))
+        return _answer("entities", tuple(sorted(value)))
     if isinstance(value, Names):
-        return Answer("entities", tuple(value))
-    if type(value) is int:
-        return Answer("number", (str(value),))    # already canonical; format_number costs µs
+        return _answer("entities", tuple(value))
     return Answer.number(value)
 
 
@@ -210,7 +229,10 @@ class Interpreter:
     # ---- operators ---------------------------------------------------------------------
 
     def _find(self, step, stack, i):
-        stack.append(frozenset((self._entity(step.args[0], i),)))
+        name = step.args[0]
+        if name not in self._classes:
+            raise ExecutionError(f"unknown entity '{name}'", step=i)
+        stack.append(frozenset((name,)))
 
     def _relate(self, step, stack, i):
         adjacency = self._relation(step, i, self._forward)
