@@ -3,13 +3,12 @@
 How each operator compiles (``A``/``B`` are the graph patterns of the operand sets):
 
 ==================  ===============================================================
-Find(e)             the constant ``ske:e``; when a variable is needed,
-                    ``VALUES ?x { ske:e } ?x a sk:Class .``
+Find(e)             the constant ``ske:e`` (``VALUES ?x { ske:e }`` when a variable is needed)
 Relate(r)           ``?a sk:r ?b .``            RelateInv(r): ``?b sk:r ?a .``
 And                 join on a shared variable; with an entity ``e``: the other set's
                     triples with ``ske:e`` in place of its variable
 Or                  ``{ A } UNION { B }`` (plain entities merged into one VALUES)
-Diff                ``A MINUS { B }``; entities of B: ``FILTER(?x NOT IN (...))``;
+Diff                ``A MINUS { B }``; entities of B: ``FILTER(?x != ske:a && ...)``;
                     an Or is removed operand by operand; details below
 Argmax(a)           ``ORDER BY DESC(?a) ?x LIMIT 1`` (a sub-SELECT when not last); Argmin ASC;
                     of one entity: the entity and its ``sk:a`` triple
@@ -22,28 +21,35 @@ VerifyRel(r, e)     ``ASK { ... ?x sk:r ske:e . }``
 
 A set built from one entity stays that constant through FilterNum, Argmax, And and Diff:
 it is ``e`` when a *closed* condition holds (patterns sharing no variable with the rest of
-the query), e.g. ``ske:e sk:height_cm ?h . FILTER(?h > 180)``. A variable is bound to
-entities only where the set itself is needed (the answer, Count, an Or branch).
+the query), e.g. ``ske:e sk:height_cm ?h . FILTER(?h > 180)``. Operators on an Or with an
+entity among its operands apply to each operand (``Relate`` of ``Or(e, X)`` is ``{ ske:e
+sk:r ?y } UNION { X . ?x sk:r ?y }``). So a variable is bound to one entity only where the
+set itself is needed: the answer, Count, QueryAttr, VerifyRel, or Argmax's candidates.
 
-Portable forms, and why (Virtuoso 7.2.5, each checked against Oxigraph and the native
-engine; ``tests/test_endpoints.py`` compares all four on random programs). One text runs on
-every backend; these are plain SPARQL 1.1 that mean the same everywhere:
+Portable forms, and why. Each rule below avoids a wrong answer, an error or a hang of
+Virtuoso 7.2.5 (found by ``tests/test_endpoints.py``, which compares native, embedded
+Oxigraph, Oxigraph server and Virtuoso on random programs, and checked against Oxigraph on
+the live server). They are plain SPARQL 1.1 with the same meaning on every engine, so one
+query text serves every backend:
 
-- A variable bound by VALUES always has its class triple (``?x a sk:Person .``): Virtuoso
-  returns nothing for a UNION branch made only of VALUES.
-- Nothing crosses into a MINUS or NOT EXISTS through a variable that a constant fixes:
-  Virtuoso then drops the link to the outer query (every row removed, or its SPARQL
-  compiler fails with SP031). So entities of B are removed by FILTER in the outer group
-  (``!=``, ``NOT IN``; an entity under a condition C by ``FILTER(?x != ske:e || NOT EXISTS
-  { C })``), an entity minus a set is ``FILTER NOT EXISTS`` over that set's triples with
-  the entity in place, and a B that is not only triples (a sub-SELECT, VALUES) is removed
-  by ``FILTER NOT EXISTS { B(?x2) FILTER(?x2 = ?x) }`` instead of MINUS.
-- No sub-SELECT over a single constant: Virtuoso fails to compile one followed by an
+- A VALUES of entities in a UNION branch has its class triple (``?x a sk:Person .``):
+  Virtuoso returns nothing for a branch made only of VALUES.
+- No variable bound to one entity (by VALUES, ``=`` or BIND) inside a MINUS or NOT EXISTS
+  that shares it with the outer query: Virtuoso drops the link (every row is removed) or
+  fails (SP031). Entities of B are removed by ``FILTER(?x != ske:a && ...)`` in the outer
+  group (not ``NOT IN``, on which its cost model overflows inside a MINUS); an entity
+  under a condition C by ``FILTER(?x != ske:e || NOT EXISTS { C })``; an Or is removed
+  operand by operand. The one B that still binds a variable to an entity, an Argmax over an
+  Or with an entity, is removed by ``FILTER NOT EXISTS { B(?x2) FILTER(?x2 = ?x) }``.
+- No sub-SELECT over a single constant: Virtuoso cannot compile one followed by an
   OPTIONAL (SP031). Argmax of one entity is the entity if it has the value.
 - An integer value compared with a decimal (a fractional bound, a decimal attribute) is
-  written ``xsd:decimal(?v)``: Virtuoso compares ``xsd:integer`` against fractional
-  decimals wrongly when it answers the comparison from an index (``186 <= 150.5`` holds).
-  Integer-to-integer and decimal comparisons are written as they are.
+  written ``xsd:decimal(?v)``: Virtuoso compares an ``xsd:integer`` with a fractional
+  decimal wrongly when it answers the comparison from an index (``186 <= 150.5`` holds,
+  also for a FILTER just outside an Argmax sub-SELECT). Integer-to-integer and decimal
+  comparisons are written as they are.
+
+The nine template shapes use none of these special forms: their queries are unchanged.
 
 The native interpreter raises errors SPARQL cannot express: an unknown entity, and
 ``QueryAttr`` on anything but exactly one entity having the attribute. So that both
@@ -271,7 +277,8 @@ class IsA:
 
 @dataclass(frozen=True)
 class NotIn:
-    """``FILTER(?x NOT IN (ske:a, ske:b))``."""
+    """``FILTER(?x != ske:a && ?x != ske:b)``: not ``NOT IN``, on which Virtuoso 7.2's cost
+    model overflows its stack inside a MINUS."""
 
     var: Var
     names: tuple[str, ...]
@@ -403,8 +410,8 @@ class _Renderer:
             elif isinstance(node, IsA):
                 lines.append(f"{ind}{self.var(node.var)} a sk:{node.cls} .")
             elif isinstance(node, NotIn):
-                lines.append(f"{ind}FILTER({self.var(node.var)} NOT IN ("
-                             + ", ".join("ske:" + n for n in node.names) + "))")
+                var = self.var(node.var)
+                lines.append(f"{ind}FILTER(" + " && ".join(f"{var} != ske:{n}" for n in node.names) + ")")
             elif isinstance(node, Exists):
                 lines += self.group(f"{ind}FILTER {'NOT ' if node.negated else ''}EXISTS", node.patterns, ind)
             elif isinstance(node, Unless):
@@ -519,39 +526,39 @@ def _base(classes: frozenset) -> str:
     return _VAR_BASE.get(next(iter(classes)), "entity") if len(classes) == 1 else "entity"
 
 
-def _constants(var: Var, names: tuple[str, ...]) -> tuple:
-    """``VALUES ?x { ske:a ... }`` and the class triple ``?x a sk:C .`` (one class per VALUES).
-
-    The class triple gives the group a triple pattern: Virtuoso 7.2 drops a UNION branch
-    made only of VALUES. It is true of every entity the guards let through.
-    """
-    classes = {entity_class(n) for n in names}
-    if len(classes) != 1 or None in classes:   # only for unchecked programs: Or splits classes
-        return (Values(var, names),)
-    return Values(var, names), IsA(var, classes.pop())
-
-
 def _as_var(frag: SetFrag) -> tuple[tuple, Var]:
     """Patterns and a variable bound to the set's members (a constant becomes VALUES)."""
     if isinstance(frag.term, Var):
         return frag.patterns, frag.term
     var = Var(_base(frag.classes))
-    return (*_constants(var, (frag.term.name,)), *frag.patterns), var
+    return (Values(var, (frag.term.name,)), *frag.patterns), var
 
 
 def _bound_to(frag: SetFrag, var: Var) -> tuple:
     """Patterns binding ``var`` (instead of the fragment's own variable) to the members."""
     if isinstance(frag.term, Var):
         return _subst(frag.patterns, {frag.term: var})
-    return (*_constants(var, (frag.term.name,)), *frag.patterns)
+    return (Values(var, (frag.term.name,)), *frag.patterns)
+
+
+def _branch(frag: SetFrag, var: Var) -> tuple:
+    """A UNION branch (or Argmax's candidates) binding ``var`` to the members: a VALUES of
+    entities gets its class triple ``?x a sk:C .`` (Virtuoso 7.2 returns nothing for a
+    branch made only of VALUES; the triple holds for every entity the guards let through)."""
+    patterns = _bound_to(frag, var)
+    if patterns and isinstance(patterns[0], Values) and patterns[0].var is var:
+        classes = {entity_class(n) for n in patterns[0].names}
+        if len(classes) == 1 and None not in classes:   # Or keeps one class per VALUES
+            return patterns[0], IsA(var, classes.pop()), *patterns[1:]
+    return patterns
 
 
 def _pure_constants(frag: SetFrag) -> tuple[str, ...] | None:
     """The members when the set is a plain list of entities (Find, Or of Finds), else None."""
     if isinstance(frag.term, Entity) and not frag.patterns:
         return (frag.term.name,)
-    if (isinstance(frag.term, Var) and frag.patterns and isinstance(frag.patterns[0], Values)
-            and frag.patterns[0].var is frag.term and frag.patterns == _constants(frag.term, frag.patterns[0].names)):
+    if (isinstance(frag.term, Var) and len(frag.patterns) == 1 and isinstance(frag.patterns[0], Values)
+            and frag.patterns[0].var is frag.term):
         return frag.patterns[0].names
     return None
 
@@ -592,7 +599,7 @@ def _merge_alternatives(alts: tuple[SetFrag, ...]) -> tuple[SetFrag, ...]:
                     out.append(SetFrag((), Entity(names[0]), classes, Card.ONE))
                 else:
                     var = Var(_base(classes))
-                    out.append(SetFrag(_constants(var, tuple(names)), var, classes, Card.MANY))
+                    out.append(SetFrag((Values(var, tuple(names)),), var, classes, Card.MANY))
         elif isinstance(item, Entity):
             if item.name in pure:
                 continue
@@ -639,6 +646,113 @@ def _compare(left, left_type: str, op: str, right, right_type: str) -> Filter:
         if right_type == "integer" and isinstance(right, Var):
             right = Cast(right)
     return Filter(left, op, right)
+
+
+# ---- set algebra on fragments ---------------------------------------------------------------
+
+def _empty(frag: SetFrag) -> bool:
+    """Empty whatever the KB (And of two different entities)."""
+    return any(isinstance(n, Never) for n in frag.patterns)
+
+
+def _fixed(patterns) -> bool:
+    """Does a variable anywhere in ``patterns`` get bound to a single entity by VALUES?"""
+    for n in patterns:
+        if isinstance(n, Values) and len(n.names) == 1:
+            return True
+        inner = (n.branches if isinstance(n, Union_) else
+                 (n.select.where,) if isinstance(n, SubSelect) else
+                 (n.patterns,) if isinstance(n, (Minus, Exists, Optional_, Unless)) else ())
+        if any(_fixed(b) for b in inner):
+            return True
+    return False
+
+
+def _either(alts, classes: frozenset) -> SetFrag:
+    """The Or of ``alts``: one of them when the others are empty or the same entity, else a
+    UNION binding one variable (with ``alts`` kept for Diff and for operators to map over)."""
+    alts = tuple(x for alt in alts for x in _alternatives(alt))
+    alts = _merge_alternatives(tuple(alt for alt in alts if not _empty(alt)) or alts[:1])
+    if len(alts) == 1:
+        return alts[0]
+    var = next((alt.term for alt in alts if isinstance(alt.term, Var) and _pure_constants(alt) is None),
+               None) or Var(_base(classes))
+    return SetFrag((Union_(tuple(_branch(alt, var) for alt in alts)),), var, classes, Card.MANY, alts=alts)
+
+
+def _distribute(frag: SetFrag, operator) -> SetFrag:
+    """``operator(frag)``; for an Or with an entity among its operands, the Or of
+    ``operator`` on each operand, so that the entity stays a constant rather than a
+    variable that a UNION branch binds to it (which Virtuoso 7.2 mishandles once the
+    UNION is nested in a MINUS, NOT EXISTS or sub-SELECT)."""
+    if not any(isinstance(alt.term, Entity) for alt in frag.alts):
+        return operator(frag)
+    results = [operator(alt) for alt in frag.alts]
+    return _either(results, frozenset().union(*(r.classes for r in results)))
+
+
+def _intersect(a: SetFrag, b: SetFrag) -> SetFrag:
+    """And of two sets, neither an Or with an entity among its operands."""
+    classes = a.classes & b.classes
+    card = Card.OPT if min(a.card, b.card) <= Card.OPT else Card.MANY
+    if isinstance(a.term, Entity) and isinstance(b.term, Entity):
+        empty = () if a.term == b.term else (Never(),)
+        return SetFrag((*a.patterns, *b.patterns, *empty), a.term, classes, card)
+    if isinstance(a.term, Entity) or isinstance(b.term, Entity):
+        # The constant stays a constant: e if (its own conditions and) e is in the other set.
+        const, other = (a, b) if isinstance(a.term, Entity) else (b, a)
+        names = _pure_constants(other)
+        if names is not None:
+            member = () if const.term.name in names else (Never(),)
+        elif _plain(other.patterns):
+            member = _membership(other, const.term)
+        else:
+            member = (Exists(_membership(other, const.term)),)
+        patterns = (*const.patterns, *member) if const is a else (*member, *const.patterns)
+        return SetFrag(patterns, const.term, classes, card)
+    return SetFrag((*a.patterns, *_bound_to(b, a.term)), a.term, classes, card)
+
+
+def _difference(a: SetFrag, b: SetFrag) -> SetFrag:
+    """Diff ``a`` minus ``b`` (``a`` not an Or with an entity among its operands); ``b`` is
+    removed one Or operand at a time: A - (B1 | B2) = A - B1 - B2."""
+    card = max(a.card, Card.OPT)
+    alts = [alt for alt in _alternatives(b) if not _empty(alt)]
+    if isinstance(a.term, Entity):
+        # e minus B: e if (its own conditions and) e is not in B.
+        absent = []
+        for alt in alts:
+            names = _pure_constants(alt)
+            if names is not None:
+                if a.term.name in names:
+                    absent.append(Never())
+            elif isinstance(alt.term, Entity):
+                if alt.term == a.term:
+                    absent.append(Exists(alt.patterns, negated=True))
+            else:
+                absent.append(Exists(_membership(alt, a.term), negated=True))
+        return SetFrag((*a.patterns, *absent), a.term, a.classes, card)
+    var = a.term
+    removed: set[str] = set()
+    absent = []
+    for alt in alts:
+        names = _pure_constants(alt)
+        if names is not None:
+            removed.update(names)
+        elif isinstance(alt.term, Entity):
+            absent.append(Unless(var, alt.term, alt.patterns))
+        elif not _fixed(alt.patterns):
+            absent.append(Minus(_bound_to(alt, var)))
+        else:
+            # Not MINUS: Virtuoso 7.2 loses the link between a MINUS and the outer query when
+            # a variable inside is bound to one entity (an Argmax over an Or with an entity).
+            other = Var(var.base)
+            absent.append(Exists((*_bound_to(alt, other), Filter(other, "=", var)), negated=True))
+    if len(removed) == 1:
+        absent.insert(0, Filter(var, "!=", Entity(removed.pop())))
+    elif removed:
+        absent.insert(0, NotIn(var, tuple(sorted(removed))))
+    return SetFrag((*a.patterns, *absent), var, a.classes, card)
 
 
 class _Compiler:
@@ -720,15 +834,21 @@ class _Compiler:
     def op_Relate(self, step, stack, i):
         info = self.relation(step.args[0], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        b = Var(_VAR_BASE.get(info.range, "entity"))
-        card = Card.OPT if info.functional and a.card <= Card.OPT else Card.MANY
-        return SetFrag((*a.patterns, Triple(a.term, info.name, b)), b, frozenset((info.range,)), card)
+
+        def relate(s: SetFrag) -> SetFrag:
+            b = Var(_VAR_BASE.get(info.range, "entity"))
+            card = Card.OPT if info.functional and s.card <= Card.OPT else Card.MANY
+            return SetFrag((*s.patterns, Triple(s.term, info.name, b)), b, frozenset((info.range,)), card)
+        return _distribute(a, relate)
 
     def op_RelateInv(self, step, stack, i):
         info = self.relation(step.args[0], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        b = Var(_VAR_BASE.get(info.domain, "entity"))
-        return SetFrag((*a.patterns, Triple(b, info.name, a.term)), b, frozenset((info.domain,)), Card.MANY)
+
+        def relate_inv(s: SetFrag) -> SetFrag:
+            b = Var(_VAR_BASE.get(info.domain, "entity"))
+            return SetFrag((*s.patterns, Triple(b, info.name, s.term)), b, frozenset((info.domain,)), Card.MANY)
+        return _distribute(a, relate_inv)
 
     def op_QueryName(self, step, stack, i):
         return NamesFrag(self.pop(stack, ValueType.ENTITIES, step, i))
@@ -781,10 +901,13 @@ class _Compiler:
         op = self.comparator(step.args[1], step, i)
         bound = self.number(step.args[2], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        value = Var(info.name)
-        return SetFrag((*a.patterns, Triple(a.term, info.name, value),
-                        _compare(value, info.datatype, op, bound, _num_type(bound))), a.term,
-                       a.classes & {info.domain}, max(a.card, Card.OPT))
+
+        def filter_num(s: SetFrag) -> SetFrag:
+            value = Var(info.name)
+            return SetFrag((*s.patterns, Triple(s.term, info.name, value),
+                            _compare(value, info.datatype, op, bound, _num_type(bound))), s.term,
+                           s.classes & {info.domain}, max(s.card, Card.OPT))
+        return _distribute(a, filter_num)
 
     def op_Argmax(self, step, stack, i, descending: bool = True):
         info = self.attribute(step.args[0], step, i)
@@ -795,7 +918,10 @@ class _Compiler:
             # compile a sub-SELECT over one constant followed by an OPTIONAL).
             return SetFrag((*a.patterns, Triple(a.term, info.name, value)), a.term, a.classes & {info.domain},
                            Card.OPT)
-        patterns, var = a.patterns, a.term
+        # Candidates given by VALUES get their class triple, as in a UNION branch: Virtuoso's
+        # cost model overflows on a MINUS around a sub-SELECT over a bare VALUES.
+        var = a.term
+        patterns = _branch(a, var)
         sel = Select((var,), (*patterns, Triple(var, info.name, value)),
                      order=((value, descending), (var, False)), limit=1)
         return SetFrag((SubSelect(sel),), var, a.classes & {info.domain}, Card.OPT, hoist=sel)
@@ -806,76 +932,17 @@ class _Compiler:
     def op_And(self, step, stack, i):
         b = self.pop(stack, ValueType.ENTITIES, step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        classes = a.classes & b.classes
-        card = Card.OPT if min(a.card, b.card) <= Card.OPT else Card.MANY
-        if isinstance(a.term, Entity) and isinstance(b.term, Entity):
-            empty = () if a.term == b.term else (Never(),)
-            return SetFrag((*a.patterns, *b.patterns, *empty), a.term, classes, card)
-        if isinstance(a.term, Entity) or isinstance(b.term, Entity):
-            # The constant stays a constant: e if (its own conditions and) e is in the other set.
-            const, other = (a, b) if isinstance(a.term, Entity) else (b, a)
-            names = _pure_constants(other)
-            if names is not None:
-                member = () if const.term.name in names else (Never(),)
-            elif _plain(other.patterns):
-                member = _membership(other, const.term)
-            else:
-                member = (Exists(_membership(other, const.term)),)
-            patterns = (*const.patterns, *member) if const is a else (*member, *const.patterns)
-            return SetFrag(patterns, const.term, classes, card)
-        return SetFrag((*a.patterns, *_bound_to(b, a.term)), a.term, classes, card)
+        return _distribute(a, lambda x: _distribute(b, lambda y: _intersect(x, y)))
 
     def op_Or(self, step, stack, i):
         b = self.pop(stack, ValueType.ENTITIES, step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        classes = a.classes | b.classes
-        alts = _merge_alternatives((*_alternatives(a), *_alternatives(b)))
-        if len(alts) == 1:                     # Or of one entity with itself, of Finds of one class
-            return SetFrag(alts[0].patterns, alts[0].term, classes, Card.MANY)
-        var = a.term if isinstance(a.term, Var) else Var(_base(classes))
-        return SetFrag((Union_(tuple(_bound_to(alt, var) for alt in alts)),), var, classes, Card.MANY,
-                       alts=alts)
+        return _either((*_alternatives(a), *_alternatives(b)), a.classes | b.classes)
 
     def op_Diff(self, step, stack, i):
         b = self.pop(stack, ValueType.ENTITIES, step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        card = max(a.card, Card.OPT)
-        # B is removed one Or operand at a time: A - (B1 | B2) = A - B1 - B2.
-        if isinstance(a.term, Entity):
-            # e minus B: e if (its own conditions and) e is not in B.
-            absent = []
-            for alt in _alternatives(b):
-                names = _pure_constants(alt)
-                if names is not None:
-                    if a.term.name in names:
-                        absent.append(Never())
-                elif isinstance(alt.term, Entity):
-                    if alt.term == a.term:
-                        absent.append(Exists(alt.patterns, negated=True))
-                else:
-                    absent.append(Exists(_membership(alt, a.term), negated=True))
-            return SetFrag((*a.patterns, *absent), a.term, a.classes, card)
-        var = a.term
-        removed: set[str] = set()
-        absent = []
-        for alt in _alternatives(b):
-            names = _pure_constants(alt)
-            if names is not None:
-                removed.update(names)
-            elif isinstance(alt.term, Entity):
-                absent.append(Unless(var, alt.term, alt.patterns))
-            elif _plain(alt.patterns):
-                absent.append(Minus(_bound_to(alt, var)))
-            else:
-                # Not MINUS: Virtuoso 7.2 loses the link between a MINUS and the outer query
-                # when the MINUS side binds its variable through a sub-SELECT or a constant.
-                other = Var(var.base)
-                absent.append(Exists((*_bound_to(alt, other), Filter(other, "=", var)), negated=True))
-        if len(removed) == 1:
-            absent.insert(0, Filter(var, "!=", Entity(removed.pop())))
-        elif removed:
-            absent.insert(0, NotIn(var, tuple(sorted(removed))))
-        return SetFrag((*a.patterns, *absent), var, a.classes, card)
+        return _distribute(a, lambda x: _difference(x, b))
 
     # -- the final value ------------------------------------------------------------------
 
