@@ -1130,6 +1130,7 @@ def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dic
     report: dict[str, Any] = {"config": {**asdict(config), "out": str(config.out), "sizes": sizes},
                               "machine": machine(), "scales": {}}
     started = time.perf_counter()
+    previous = _raise_on_sigterm()
     try:
         first = None
         for scale in config.scales:
@@ -1152,8 +1153,27 @@ def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dic
         summarise(report)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
     write_outputs(report, out)
     return report
+
+
+def _raise_on_sigterm():
+    """Turn SIGTERM into KeyboardInterrupt while the run lasts, so workers and servers are
+    stopped on the way out; the previous handler (``None`` off the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_dir: Path, log,
@@ -1162,6 +1182,11 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
 
     Interleaving item by item (and rotating which engine goes first) gives every engine the
     same share of whatever else the machine is doing, so ratios from one run are fair.
+
+    From :data:`LARGE_SCALE` on, the KoPL peers run afterwards, one at a time, once ours
+    are done and gone: at scale 100 kopl-engine holds ~10 GB and kopl ~4 GB, and beside
+    ours they squeeze the page cache out of the machine, which makes the on-disk store
+    read from the disk. (The peers' targets are at scales 1 and 10, where all run together.)
 
     Above the run's first scale, each of our engines also gets a *twin* at the first scale
     (``first``: its scale, Turtle, work and native answers) that runs the template items in
@@ -1172,8 +1197,35 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
             "run_dir": str(run_dir), "sizes": sizes, "seed": config.seed, "kb_seed": config.kb_seed,
             "workers": config.workers}
     results: dict[str, dict] = {}
-    workers: dict[str, _Worker] = {}
     servers = _Servers()
+    engines = [e for e in config.engines if e != "native"]
+    if scale >= LARGE_SCALE:
+        phases = [["native"] + [e for e in engines if ENGINES[e].family != "peer"]] + \
+                 [[e] for e in engines if ENGINES[e].family == "peer"]
+    else:
+        phases = [["native"] + engines]
+    try:
+        for number, phase in enumerate(phases):
+            with_twins = number == 0 and first is not None and twins is not None and first["scale"] != scale
+            _run_phase(config, phase, base, results, servers, turtle, run_dir, log,
+                       first if with_twins else None, twins)
+    finally:
+        servers.stop()
+    if results["native"].get("status") != "ok":
+        raise WorkerFailed(f"the native engine (the reference) failed at scale {scale}: "
+                           f"{results['native'].get('reason')}")
+    compare_answers(results["native"], results)
+    if "native" not in config.engines:
+        results.pop("native", None)
+    return results
+
+
+def _run_phase(config: BenchConfig, phase: list[str], base: dict, results: dict, servers: "_Servers",
+               turtle: Path, run_dir: Path, log, first: dict | None, twins: dict | None) -> None:
+    """Load the engines of one phase, run the work interleaved, then the batch and EV-TC."""
+    scale = base["scale"]
+    workers: dict[str, _Worker] = {}
+    twin_workers: dict[str, _Worker] = {}
 
     def fail(engine: str, exc: Exception) -> None:
         results[engine].update(status="failed", reason=str(exc).splitlines()[0][:400])
@@ -1182,49 +1234,26 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
             worker.stop()
 
     try:
-        log(f"scale {scale}: loading native (the reference; it draws the work) ...")
-        native = workers["native"] = _Worker("native", {**base, "engine": "native"}, run_dir, config.worker_timeout)
-        results["native"] = {"engine": "native", "scale": scale, "status": "ok", **native.call({"cmd": "load"})}
-        results["native"].update(native.call({"cmd": "workload"}))
-        for engine in config.engines:
+        for engine in phase:
             if engine == "native":
+                log(f"scale {scale}: loading native (the reference; it draws the work) ...")
+                native = workers["native"] = _Worker("native", {**base, "engine": "native"}, run_dir,
+                                                     config.worker_timeout)
+                results["native"] = {"engine": "native", "scale": scale, "status": "ok",
+                                     **native.call({"cmd": "load"})}
+                results["native"].update(native.call({"cmd": "workload"}))
                 continue
             results[engine] = {"engine": engine, "scale": scale, "status": "ok"}
-            spec = ENGINES[engine]
-            if spec.max_scale is not None and scale > spec.max_scale:
-                results[engine].update(status="not run", reason=f"scale > {spec.max_scale}: {spec.max_scale_reason}")
+            job = _job_for(config, engine, base, results[engine], servers, turtle, run_dir, log)
+            if job is None:
                 continue
-            job = {**base, "engine": engine, "caps": spec.caps_at(scale)}
-            if engine in HTTP_ENGINES:
-                url = config.virtuoso_url if engine == "virtuoso" else config.oxigraph_server_url
-                if url is not None:
-                    from store.loaders import DEFAULT_GRAPH
-
-                    graph = DEFAULT_GRAPH if engine == "virtuoso" and "default-graph-uri" not in url else None
-                    job.update(url=url, graph=graph)
-                    results[engine]["server"] = "external URL: load time and memory not measured"
-                else:
-                    facts, why = servers.start(engine, turtle, run_dir / f"{engine}-scale{scale}", log)
-                    if facts is None:
-                        results[engine].update(status="not available", reason=why)
-                        continue
-                    job.update(url=facts["url"], graph=facts["graph"])
-                    results[engine].update(server_pid=facts["pid"], server_load_s=facts["load_s"],
-                                           server_start_s=facts["start_s"])
-            elif engine in ("kopl", "kopl-engine"):
-                why = _peer_missing(engine)
-                if why:
-                    results[engine].update(status="not available", reason=why)
-                    continue
-                job["kqapro_json"] = str(_kqapro_json(turtle, scale, config.kb_seed, engine == "kopl", log))
             log(f"scale {scale}: loading {engine} ...")
             workers[engine] = _Worker(engine, job, run_dir, config.worker_timeout)
             try:
                 results[engine].update(workers[engine].call({"cmd": "load"}))
             except WorkerFailed as exc:
                 fail(engine, exc)
-        twin_workers: dict[str, _Worker] = {}
-        if first is not None and twins is not None and first["scale"] != scale:
+        if first is not None:
             twin_base = {**base, "scale": first["scale"], "turtle": first["turtle"], "workload": first["workload"]}
             for engine in [e for e in OURS if e in workers]:
                 log(f"scale {scale}: loading the scale-{first['scale']} twin of {engine} ...")
@@ -1236,10 +1265,12 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
                 except WorkerFailed as exc:
                     twin.stop()
                     twins[engine] = {"scale": first["scale"], "status": "failed", "reason": str(exc)[:300]}
+        if not workers:
+            return
         workload = json.loads(Path(base["workload"]).read_text())
         keys = ([f"templates/{t}" for t in workload["templates"]] + ["random"]
                 + [f"scans/{s}" for s in workload["scans"]])
-        log(f"scale {scale}: {len(keys)} work items on {len(workers)} engines, interleaved ...")
+        log(f"scale {scale}: {len(keys)} work items on {', '.join(workers)}, interleaved ...")
         for i, key in enumerate(keys):
             order = [(e, False) for e in workers]
             if key.startswith("templates/"):
@@ -1247,13 +1278,13 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
             order = order[i % len(order):] + order[:i % len(order)]
             for engine, is_twin in order:
                 try:
-                    if is_twin:
+                    if is_twin and engine in twin_workers:
                         run = twin_workers[engine].call({"cmd": "run", "key": key})
                         reference = (first["reference"].get("runs") or {}).get(key, {}).get("answers", [])
                         run["agreement"] = _agree(engine, run, reference, "error")
                         run.pop("answers", None)
                         twins[engine]["runs"][key] = run
-                    elif engine in workers:
+                    elif not is_twin and engine in workers:
                         results[engine].setdefault("runs", {})[key] = workers[engine].call({"cmd": "run", "key": key})
                 except WorkerFailed as exc:
                     if is_twin:
@@ -1261,23 +1292,23 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
                         twin_workers.pop(engine).stop()
                     else:
                         fail(engine, exc)
-        for engine, twin in list(twin_workers.items()):
+        for twin in twin_workers.values():
             try:
                 twin.call({"cmd": "finish"})
             except WorkerFailed:
                 pass
             twin.stop()
-        log(f"scale {scale}: batch of {len(workload['batch'])} gold programs ...")
+        twin_workers.clear()
+        log(f"scale {scale}: batch of {len(workload['batch'])} gold programs on {', '.join(workers)} ...")
         for engine in list(workers):
             try:
                 results[engine]["batch"] = workers[engine].call({"cmd": "batch"})
             except WorkerFailed as exc:
                 fail(engine, exc)
-        if workload.get("evtc"):
+        evtc_engines = [e for e in workers if ENGINES[e].family != "peer"]
+        if workload.get("evtc") and evtc_engines:
             log(f"scale {scale}: EV-TC on {len(workload['evtc']['questions'])} questions ...")
-            for engine in list(workers):
-                if ENGINES[engine].family == "peer":
-                    continue
+            for engine in evtc_engines:
                 try:
                     results[engine]["evtc"] = workers[engine].call({"cmd": "evtc"})
                 except WorkerFailed as exc:
@@ -1289,23 +1320,48 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
                 fail(engine, exc)
         for engine in HTTP_ENGINES:
             result = results.get(engine) or {}
-            if result.get("server_pid"):
+            if engine in workers and result.get("server_pid"):
                 # The server does the work: its load time and its memory are the engine's.
                 result.update(client_peak_mb=result.get("peak_mb"), peak_mb=process_peak_mb(result["server_pid"]),
                               load_s=result["server_load_s"], peak_after_load_mb=None)
-            elif result.get("server"):
+            elif engine in workers and result.get("server"):
                 result.update(client_peak_mb=result.get("peak_mb"), peak_mb=None, load_s=None)
     finally:
-        for worker in workers.values():
+        for worker in [*workers.values(), *twin_workers.values()]:
             worker.stop()
-        servers.stop()
-    if results["native"].get("status") != "ok":
-        raise WorkerFailed(f"the native engine (the reference) failed at scale {scale}: "
-                           f"{results['native'].get('reason')}")
-    compare_answers(results["native"], results)
-    if "native" not in config.engines:
-        results.pop("native", None)
-    return results
+
+
+def _job_for(config: BenchConfig, engine: str, base: dict, result: dict, servers: "_Servers", turtle: Path,
+             run_dir: Path, log) -> dict | None:
+    """The worker job of one engine, or ``None`` (with the reason on ``result``) if it cannot run."""
+    scale = base["scale"]
+    spec = ENGINES[engine]
+    if spec.max_scale is not None and scale > spec.max_scale:
+        result.update(status="not run", reason=f"scale > {spec.max_scale}: {spec.max_scale_reason}")
+        return None
+    job = {**base, "engine": engine, "caps": spec.caps_at(scale)}
+    if engine in HTTP_ENGINES:
+        url = config.virtuoso_url if engine == "virtuoso" else config.oxigraph_server_url
+        if url is not None:
+            from store.loaders import DEFAULT_GRAPH
+
+            graph = DEFAULT_GRAPH if engine == "virtuoso" and "default-graph-uri" not in url else None
+            job.update(url=url, graph=graph)
+            result["server"] = "external URL: load time and memory not measured"
+        else:
+            facts, why = servers.start(engine, turtle, run_dir / f"{engine}-scale{scale}", log)
+            if facts is None:
+                result.update(status="not available", reason=why)
+                return None
+            job.update(url=facts["url"], graph=facts["graph"])
+            result.update(server_pid=facts["pid"], server_load_s=facts["load_s"], server_start_s=facts["start_s"])
+    elif engine in ("kopl", "kopl-engine"):
+        why = _peer_missing(engine)
+        if why:
+            result.update(status="not available", reason=why)
+            return None
+        job["kqapro_json"] = str(_kqapro_json(turtle, scale, config.kb_seed, engine == "kopl", log))
+    return job
 
 
 # ---- agreement -----------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 How each operator compiles (``A``/``B`` are the graph patterns of the operand sets):
 
 ==================  ===============================================================
-Find(e)             the constant ``ske:e`` (``VALUES ?x { ske:e }`` when a variable is needed)
+Find(e)             the constant ``ske:e``; when a variable is needed,
+                    ``?x a sk:Class . VALUES ?x { ske:e }``
 Relate(r)           ``?a sk:r ?b .``            RelateInv(r): ``?b sk:r ?a .``
 And                 join on a shared variable; with an entity ``e``: the other set's
                     triples with ``ske:e`` in place of its variable
@@ -32,15 +33,21 @@ Oxigraph, Oxigraph server and Virtuoso on random programs, and checked against O
 the live server). They are plain SPARQL 1.1 with the same meaning on every engine, so one
 query text serves every backend:
 
-- A VALUES of entities in a UNION branch has its class triple (``?x a sk:Person .``):
-  Virtuoso returns nothing for a branch made only of VALUES.
+- A VALUES of entities always comes after its class triple (``?x a sk:Person .``):
+  Virtuoso returns nothing for a UNION branch made only of VALUES, and ignores a FILTER
+  between a lone VALUES and an OPTIONAL.
 - No variable bound to one entity (by VALUES, ``=`` or BIND) inside a MINUS or NOT EXISTS
   that shares it with the outer query: Virtuoso drops the link (every row is removed) or
   fails (SP031). Entities of B are removed by ``FILTER(?x != ske:a && ...)`` in the outer
   group (not ``NOT IN``, on which its cost model overflows inside a MINUS); an entity
   under a condition C by ``FILTER(?x != ske:e || NOT EXISTS { C })``; an Or is removed
-  operand by operand. The one B that still binds a variable to an entity, an Argmax over an
-  Or with an entity, is removed by ``FILTER NOT EXISTS { B(?x2) FILTER(?x2 = ?x) }``.
+  operand by operand.
+- No sub-SELECT inside a MINUS: Virtuoso removes every row when the sub-SELECT repeats a
+  triple pattern of the outer query ("the employees minus the tallest employee"). An
+  Argmax B is removed by ``OPTIONAL { B(?x2) } FILTER(!BOUND(?x2) || ?x2 != ?x)``, with
+  nothing after the sub-SELECT in that OPTIONAL (Virtuoso moves a FILTER there into the
+  sub-SELECT); any other B with an Argmax inside by ``FILTER NOT EXISTS { B(?x2)
+  FILTER(?x2 = ?x) }`` (slower on Oxigraph, which evaluates it again for every row).
 - No sub-SELECT over a single constant: Virtuoso cannot compile one followed by an
   OPTIONAL (SP031). Argmax of one entity is the entity if it has the value.
 - An integer value compared with a decimal (a fractional bound, a decimal attribute) is
@@ -302,6 +309,16 @@ class Unless:
 
 
 @dataclass(frozen=True)
+class Apart:
+    """``OPTIONAL { B(?m) } FILTER(!BOUND(?m) || ?m != ?x)``: ``?x`` is not the one member
+    ``?m`` of an Argmax B (Diff of an Argmax)."""
+
+    var: Var
+    member: Var
+    patterns: tuple
+
+
+@dataclass(frozen=True)
 class Never:
     """``FILTER(false)``: a set that is empty whatever the KB (And of two different entities)."""
 
@@ -341,6 +358,8 @@ def _subst(node, m: dict):
         return Exists(_subst(node.patterns, m), node.negated)
     if isinstance(node, Unless):
         return Unless(_subst(node.var, m), node.entity, _subst(node.patterns, m))
+    if isinstance(node, Apart):
+        return Apart(_subst(node.var, m), _subst(node.member, m), _subst(node.patterns, m))
     return node          # Entity, Num, Never
 
 
@@ -417,6 +436,10 @@ class _Renderer:
             elif isinstance(node, Unless):
                 head = f"{ind}FILTER({self.var(node.var)} != {self.term(node.entity)} || NOT EXISTS"
                 lines += self.group(head, node.patterns, ind, close=")")
+            elif isinstance(node, Apart):
+                lines += self.group(f"{ind}OPTIONAL", node.patterns, ind)
+                member = self.var(node.member)
+                lines.append(f"{ind}FILTER(!BOUND({member}) || {member} != {self.var(node.var)})")
             elif isinstance(node, Never):
                 lines.append(f"{ind}FILTER(false)")
             else:  # pragma: no cover - the compiler builds only the nodes above
@@ -526,40 +549,42 @@ def _base(classes: frozenset) -> str:
     return _VAR_BASE.get(next(iter(classes)), "entity") if len(classes) == 1 else "entity"
 
 
+def _values(var: Var, names: tuple[str, ...]) -> tuple:
+    """``?x a sk:C . VALUES ?x { ske:a ... }``: entities bound to a variable, after their class.
+
+    The class triple (true of every entity the guards let through) keeps the group from
+    being VALUES alone: Virtuoso 7.2 returns nothing for a UNION branch made only of VALUES,
+    and ignores a FILTER between such a VALUES and an OPTIONAL. Written first, it also keeps
+    Oxigraph from scanning the whole class inside EXISTS.
+    """
+    classes = {entity_class(n) for n in names}
+    if len(classes) != 1 or None in classes:   # only for unchecked programs: Or splits classes
+        return (Values(var, names),)
+    return IsA(var, classes.pop()), Values(var, names)
+
+
 def _as_var(frag: SetFrag) -> tuple[tuple, Var]:
     """Patterns and a variable bound to the set's members (a constant becomes VALUES)."""
     if isinstance(frag.term, Var):
         return frag.patterns, frag.term
     var = Var(_base(frag.classes))
-    return (Values(var, (frag.term.name,)), *frag.patterns), var
+    return (*_values(var, (frag.term.name,)), *frag.patterns), var
 
 
 def _bound_to(frag: SetFrag, var: Var) -> tuple:
     """Patterns binding ``var`` (instead of the fragment's own variable) to the members."""
     if isinstance(frag.term, Var):
         return _subst(frag.patterns, {frag.term: var})
-    return (Values(var, (frag.term.name,)), *frag.patterns)
-
-
-def _branch(frag: SetFrag, var: Var) -> tuple:
-    """A UNION branch (or Argmax's candidates) binding ``var`` to the members: a VALUES of
-    entities gets its class triple ``?x a sk:C .`` (Virtuoso 7.2 returns nothing for a
-    branch made only of VALUES; the triple holds for every entity the guards let through)."""
-    patterns = _bound_to(frag, var)
-    if patterns and isinstance(patterns[0], Values) and patterns[0].var is var:
-        classes = {entity_class(n) for n in patterns[0].names}
-        if len(classes) == 1 and None not in classes:   # Or keeps one class per VALUES
-            return patterns[0], IsA(var, classes.pop()), *patterns[1:]
-    return patterns
+    return (*_values(var, (frag.term.name,)), *frag.patterns)
 
 
 def _pure_constants(frag: SetFrag) -> tuple[str, ...] | None:
     """The members when the set is a plain list of entities (Find, Or of Finds), else None."""
     if isinstance(frag.term, Entity) and not frag.patterns:
         return (frag.term.name,)
-    if (isinstance(frag.term, Var) and len(frag.patterns) == 1 and isinstance(frag.patterns[0], Values)
-            and frag.patterns[0].var is frag.term):
-        return frag.patterns[0].names
+    if isinstance(frag.term, Var) and frag.patterns and isinstance(frag.patterns[-1], Values) \
+            and frag.patterns[-1].var is frag.term and frag.patterns == _values(frag.term, frag.patterns[-1].names):
+        return frag.patterns[-1].names
     return None
 
 
@@ -599,7 +624,7 @@ def _merge_alternatives(alts: tuple[SetFrag, ...]) -> tuple[SetFrag, ...]:
                     out.append(SetFrag((), Entity(names[0]), classes, Card.ONE))
                 else:
                     var = Var(_base(classes))
-                    out.append(SetFrag((Values(var, tuple(names)),), var, classes, Card.MANY))
+                    out.append(SetFrag(_values(var, tuple(names)), var, classes, Card.MANY))
         elif isinstance(item, Entity):
             if item.name in pure:
                 continue
@@ -655,17 +680,18 @@ def _empty(frag: SetFrag) -> bool:
     return any(isinstance(n, Never) for n in frag.patterns)
 
 
-def _fixed(patterns) -> bool:
-    """Does a variable anywhere in ``patterns`` get bound to a single entity by VALUES?"""
+def _minus_safe(patterns) -> bool:
+    """May ``patterns`` go inside a MINUS? Not with a sub-SELECT (Virtuoso 7.2 removes every
+    row when the sub-SELECT repeats a triple pattern of the outer query, as in "the set
+    minus its Argmax") nor with a variable bound to a single entity by VALUES."""
     for n in patterns:
-        if isinstance(n, Values) and len(n.names) == 1:
-            return True
+        if isinstance(n, SubSelect) or (isinstance(n, Values) and len(n.names) == 1):
+            return False
         inner = (n.branches if isinstance(n, Union_) else
-                 (n.select.where,) if isinstance(n, SubSelect) else
-                 (n.patterns,) if isinstance(n, (Minus, Exists, Optional_, Unless)) else ())
-        if any(_fixed(b) for b in inner):
-            return True
-    return False
+                 (n.patterns,) if isinstance(n, (Minus, Exists, Optional_, Unless, Apart)) else ())
+        if not all(_minus_safe(b) for b in inner):
+            return False
+    return True
 
 
 def _either(alts, classes: frozenset) -> SetFrag:
@@ -677,7 +703,7 @@ def _either(alts, classes: frozenset) -> SetFrag:
         return alts[0]
     var = next((alt.term for alt in alts if isinstance(alt.term, Var) and _pure_constants(alt) is None),
                None) or Var(_base(classes))
-    return SetFrag((Union_(tuple(_branch(alt, var) for alt in alts)),), var, classes, Card.MANY, alts=alts)
+    return SetFrag((Union_(tuple(_bound_to(alt, var) for alt in alts)),), var, classes, Card.MANY, alts=alts)
 
 
 def _distribute(frag: SetFrag, operator) -> SetFrag:
@@ -716,8 +742,21 @@ def _intersect(a: SetFrag, b: SetFrag) -> SetFrag:
 def _difference(a: SetFrag, b: SetFrag) -> SetFrag:
     """Diff ``a`` minus ``b`` (``a`` not an Or with an entity among its operands); ``b`` is
     removed one Or operand at a time: A - (B1 | B2) = A - B1 - B2."""
+    return _difference_of(a, [alt for alt in _alternatives(b) if not _empty(alt)])
+
+
+def _difference_of(a: SetFrag, alts: list[SetFrag]) -> SetFrag:
     card = max(a.card, Card.OPT)
-    alts = [alt for alt in _alternatives(b) if not _empty(alt)]
+    own = _pure_constants(a)
+    if own is not None and isinstance(a.term, Var):
+        # A list of entities minus entities is worked out here: {a, b} - {a} is b.
+        removed = {n for alt in alts for n in (_pure_constants(alt) or ())}
+        if removed:
+            kept = [SetFrag((), Entity(n), a.classes, Card.ONE) for n in own if n not in removed]
+            rest = [alt for alt in alts if _pure_constants(alt) is None]
+            if not kept:
+                return SetFrag((*a.patterns, Never()), a.term, a.classes, card)
+            return _difference_of(_either(kept, a.classes), rest)
     if isinstance(a.term, Entity):
         # e minus B: e if (its own conditions and) e is not in B.
         absent = []
@@ -741,11 +780,14 @@ def _difference(a: SetFrag, b: SetFrag) -> SetFrag:
             removed.update(names)
         elif isinstance(alt.term, Entity):
             absent.append(Unless(var, alt.term, alt.patterns))
-        elif not _fixed(alt.patterns):
+        elif _minus_safe(alt.patterns):
             absent.append(Minus(_bound_to(alt, var)))
+        elif len(alt.patterns) == 1 and isinstance(alt.patterns[0], SubSelect):
+            # An Argmax: its one member, if any, is not ?x. (Nothing may follow the sub-SELECT
+            # inside that OPTIONAL: Virtuoso 7.2 moves such a FILTER into the sub-SELECT.)
+            other = Var(var.base)
+            absent.append(Apart(var, other, _bound_to(alt, other)))
         else:
-            # Not MINUS: Virtuoso 7.2 loses the link between a MINUS and the outer query when
-            # a variable inside is bound to one entity (an Argmax over an Or with an entity).
             other = Var(var.base)
             absent.append(Exists((*_bound_to(alt, other), Filter(other, "=", var)), negated=True))
     if len(removed) == 1:
@@ -918,10 +960,7 @@ class _Compiler:
             # compile a sub-SELECT over one constant followed by an OPTIONAL).
             return SetFrag((*a.patterns, Triple(a.term, info.name, value)), a.term, a.classes & {info.domain},
                            Card.OPT)
-        # Candidates given by VALUES get their class triple, as in a UNION branch: Virtuoso's
-        # cost model overflows on a MINUS around a sub-SELECT over a bare VALUES.
-        var = a.term
-        patterns = _branch(a, var)
+        patterns, var = a.patterns, a.term
         sel = Select((var,), (*patterns, Triple(var, info.name, value)),
                      order=((value, descending), (var, False)), limit=1)
         return SetFrag((SubSelect(sel),), var, a.classes & {info.domain}, Card.OPT, hoist=sel)
