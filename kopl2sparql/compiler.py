@@ -22,10 +22,11 @@ VerifyRel(r, e)     ``ASK { ... ?x sk:r ske:e . }``
 
 A set built from one entity stays that constant through FilterNum, Argmax, And and Diff:
 it is ``e`` when a *closed* condition holds (patterns sharing no variable with the rest of
-the query), e.g. ``ske:e sk:height_cm ?h . FILTER(?h > 180)``. Operators on an Or with an
-entity among its operands apply to each operand (``Relate`` of ``Or(e, X)`` is ``{ ske:e
-sk:r ?y } UNION { X . ?x sk:r ?y }``). So a variable is bound to one entity only where the
-set itself is needed: the answer, Count, QueryAttr, VerifyRel, or Argmax's candidates.
+the query), e.g. ``ske:e sk:height_cm ?h . FILTER(?h > 180)``. Relate, RelateInv,
+FilterNum, And and Diff on an Or with entities among its operands apply to each operand, and
+to each entity (``Relate`` of ``Or(e, X)`` is ``{ ske:e sk:r ?y } UNION { X . ?x sk:r ?y }``).
+So a variable is bound to entities only where the set itself is needed: the answer, Count,
+QueryAttr, VerifyRel, or Argmax's candidates.
 
 Portable forms, and why. Each rule below avoids a wrong answer, an error or a hang of
 Virtuoso 7.2.5 (found by ``tests/test_endpoints.py``, which compares native, embedded
@@ -50,6 +51,8 @@ query text serves every backend:
   FILTER(?x2 = ?x) }`` (slower on Oxigraph, which evaluates it again for every row).
 - No sub-SELECT over a single constant: Virtuoso cannot compile one followed by an
   OPTIONAL (SP031). Argmax of one entity is the entity if it has the value.
+- No (NOT) EXISTS group of FILTERs alone: Virtuoso answers ``NOT EXISTS { FILTER NOT
+  EXISTS { ... } }`` wrongly, so such a group gets the entity's class triple.
 - An integer value compared with a decimal (a fractional bound, a decimal attribute) is
   written ``xsd:decimal(?v)``: Virtuoso compares an ``xsd:integer`` with a fractional
   decimal wrongly when it answers the comparison from an index (``186 <= 150.5`` holds,
@@ -276,9 +279,10 @@ class Cast:
 
 @dataclass(frozen=True)
 class IsA:
-    """``?x a sk:Class .``: the class triple written beside every VALUES of entities."""
+    """``?x a sk:Class .``: the class triple written beside every VALUES of entities (or of
+    an entity, to give a group of FILTERs a triple pattern)."""
 
-    var: Var
+    var: Var | Entity
     cls: str
 
 
@@ -427,7 +431,7 @@ class _Renderer:
                 lines += self.select(node.select, ind + "  ")
                 lines.append(f"{ind}}}")
             elif isinstance(node, IsA):
-                lines.append(f"{ind}{self.var(node.var)} a sk:{node.cls} .")
+                lines.append(f"{ind}{self.term(node.var)} a sk:{node.cls} .")
             elif isinstance(node, NotIn):
                 var = self.var(node.var)
                 lines.append(f"{ind}FILTER(" + " && ".join(f"{var} != ske:{n}" for n in node.names) + ")")
@@ -632,8 +636,8 @@ def _merge_alternatives(alts: tuple[SetFrag, ...]) -> tuple[SetFrag, ...]:
             if len(group) == 1:
                 out.append(group[0])
             else:                          # e if C1 or e if C2: e if (C1 or C2)
-                out.append(SetFrag((Union_(tuple(g.patterns for g in group)),), item, group[0].classes,
-                                   Card.OPT))
+                out.append(SetFrag((Union_(tuple(_grounded(item, g.patterns) for g in group)),), item,
+                                   group[0].classes, Card.OPT))
         else:
             out.append(item)
     return tuple(out)
@@ -707,14 +711,36 @@ def _either(alts, classes: frozenset) -> SetFrag:
 
 
 def _distribute(frag: SetFrag, operator) -> SetFrag:
-    """``operator(frag)``; for an Or with an entity among its operands, the Or of
-    ``operator`` on each operand, so that the entity stays a constant rather than a
-    variable that a UNION branch binds to it (which Virtuoso 7.2 mishandles once the
-    UNION is nested in a MINUS, NOT EXISTS or sub-SELECT)."""
-    if not any(isinstance(alt.term, Entity) for alt in frag.alts):
+    """``operator(frag)``; for an Or with entities among its operands (a list of entities
+    included), the Or of ``operator`` on each operand and each entity, so that an entity
+    stays a constant rather than a variable that VALUES binds to it (which Virtuoso 7.2
+    mishandles once nested in a MINUS, NOT EXISTS or sub-SELECT)."""
+    if not frag.alts and (isinstance(frag.term, Entity) or not frag.patterns
+                          or not isinstance(frag.patterns[-1], Values)):
+        return operator(frag)                  # not an Or: the common case, kept cheap
+    alts = [one for alt in _alternatives(frag) for one in _one_by_one(alt)]
+    if not any(isinstance(alt.term, Entity) for alt in alts):
         return operator(frag)
-    results = [operator(alt) for alt in frag.alts]
+    results = [operator(alt) for alt in alts]
     return _either(results, frozenset().union(*(r.classes for r in results)))
+
+
+def _one_by_one(frag: SetFrag) -> tuple[SetFrag, ...]:
+    """A list of entities (Or of Finds) as one constant each; any other set as it is."""
+    names = _pure_constants(frag)
+    if names is None or isinstance(frag.term, Entity):
+        return (frag,)
+    return tuple(SetFrag((), Entity(n), frag.classes, Card.ONE) for n in names)
+
+
+def _grounded(entity: Entity, patterns: tuple) -> tuple:
+    """A closed condition of ``entity`` as a group of its own, with a triple pattern in it:
+    the entity's class triple when it has none (Virtuoso 7.2 answers a NOT EXISTS whose
+    group holds only FILTERs wrongly)."""
+    if any(isinstance(n, (Triple, IsA, SubSelect)) for n in patterns):
+        return patterns
+    cls = entity_class(entity.name)
+    return (IsA(entity, cls), *patterns) if cls else patterns
 
 
 def _intersect(a: SetFrag, b: SetFrag) -> SetFrag:
@@ -767,7 +793,7 @@ def _difference_of(a: SetFrag, alts: list[SetFrag]) -> SetFrag:
                     absent.append(Never())
             elif isinstance(alt.term, Entity):
                 if alt.term == a.term:
-                    absent.append(Exists(alt.patterns, negated=True))
+                    absent.append(Exists(_grounded(alt.term, alt.patterns), negated=True))
             else:
                 absent.append(Exists(_membership(alt, a.term), negated=True))
         return SetFrag((*a.patterns, *absent), a.term, a.classes, card)
@@ -779,7 +805,7 @@ def _difference_of(a: SetFrag, alts: list[SetFrag]) -> SetFrag:
         if names is not None:
             removed.update(names)
         elif isinstance(alt.term, Entity):
-            absent.append(Unless(var, alt.term, alt.patterns))
+            absent.append(Unless(var, alt.term, _grounded(alt.term, alt.patterns)))
         elif _minus_safe(alt.patterns):
             absent.append(Minus(_bound_to(alt, var)))
         elif len(alt.patterns) == 1 and isinstance(alt.patterns[0], SubSelect):
