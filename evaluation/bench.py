@@ -165,6 +165,7 @@ class BenchConfig:
     virtuoso_url: str | None = None
     oxigraph_server_url: str | None = None
     worker_timeout: float = 3600.0
+    rounds: int = 4                          # each work item runs in this many interleaved slices
 
     def sizes(self) -> dict[str, int]:
         return {"templates": self.n, "random": self.random_programs if self.random_programs is not None else self.n,
@@ -534,17 +535,19 @@ class _Engine:
             self.workload = json.loads(Path(self.job["workload"]).read_text())
         return self.workload
 
-    def items(self, key: str) -> list[str]:
-        """The program texts of one work item (``templates/<shape>``, ``random``, ``scans/<shape>``), capped."""
+    def items(self, key: str, part: int = 0, parts: int = 1) -> list[str]:
+        """The program texts of one work item (``templates/<shape>``, ``random``, ``scans/<shape>``),
+        capped; ``part`` of ``parts`` contiguous slices."""
         work = self.read_workload()
         group, _, name = key.partition("/")
-        texts = work[group][name] if name else work[group]
-        return _capped(self.job, group, texts)
+        texts = _capped(self.job, group, work[group][name] if name else work[group])
+        return texts[len(texts) * part // parts:len(texts) * (part + 1) // parts]
 
     def load(self) -> dict:
         raise NotImplementedError
 
-    def run(self, key: str) -> dict:
+    def run(self, key: str, part: int = 0, parts: int = 1) -> dict:
+        """Time one slice of a work item: raw ``timings`` (ns) and the answers."""
         raise NotImplementedError
 
     def batch(self) -> dict:
@@ -617,10 +620,10 @@ class _Ours(_Engine):
         Path(job["workload"]).write_text(json.dumps(self.workload))
         return {"workload_s": round(time.perf_counter() - started, 2)}
 
-    def run(self, key: str) -> dict:
+    def run(self, key: str, part: int = 0, parts: int = 1) -> dict:
         from kopl2sparql.syntax import parse
 
-        executor, texts = self.executor, self.items(key)
+        executor, texts = self.executor, self.items(key, part, parts)
         run = _timed(lambda text: executor.execute(parse(text)), texts)
         if self.job["engine"] == "rdflib":
             run["incomparable"] = rdflib_incomparable(texts)
@@ -663,7 +666,22 @@ def rdflib_incomparable(texts: list[str]) -> list[str | None]:
 
 def _timed(run: Callable[[str], Any], texts: list[str]) -> dict:
     timings, answers = time_each(run, texts, canonical)
-    return {**latency_stats(timings), "answers": answers}
+    return {"timings": timings, "answers": answers}
+
+
+_LISTS = ("answers", "peer_answers", "finishes", "incomparable")
+
+
+def merge_parts(parts: list[dict]) -> dict:
+    """One work item's result from its slices: statistics over all timings, lists joined in order."""
+    timings = [t for part in parts for t in part.get("timings", [])]
+    run: dict[str, Any] = latency_stats(timings)
+    for key in _LISTS:
+        if any(key in part for part in parts):
+            run[key] = [x for part in parts for x in part.get(key, [])]
+    if any("exec_only" in part for part in parts):
+        run["exec_only"] = latency_stats([t for part in parts for t in part.get("exec_only", [])])
+    return run
 
 
 def _batch_ours(job: dict, executor, texts: list[str]) -> dict:
@@ -772,7 +790,7 @@ def _peer_timed(run_plan, plans) -> dict:
                 timings.append(spent)
     finally:
         gc.enable()
-    return {**latency_stats(timings), "peer_answers": answers, "finishes": [p.finish if p else None for p in plans]}
+    return {"timings": timings, "peer_answers": answers, "finishes": [p.finish if p else None for p in plans]}
 
 
 class _Kopl(_Engine):
@@ -808,8 +826,8 @@ class _Kopl(_Engine):
         except PeerEngineError as exc:
             return ("peer-error: " + str(exc)[:120], None), spent
 
-    def run(self, key: str) -> dict:
-        return _peer_timed(self.run_plan, _plans(self.items(key)))
+    def run(self, key: str, part: int = 0, parts: int = 1) -> dict:
+        return _peer_timed(self.run_plan, _plans(self.items(key, part, parts)))
 
     def batch(self) -> dict:
         texts = self.read_workload()["batch"]
@@ -904,11 +922,11 @@ class _KoplEngine(_Engine):
         except Exception as exc:  # noqa: BLE001 - an unexpected peer output is data
             return (f"peer-error: {type(exc).__name__}: {exc}"[:120], None), spent
 
-    def run(self, key: str) -> dict:
+    def run(self, key: str, part: int = 0, parts: int = 1) -> dict:
         exec_only: list[int] = []
-        plans = _plans(self.items(key))
+        plans = _plans(self.items(key, part, parts))
         run = _peer_timed(lambda p: self.run_plan(p, exec_only), plans)
-        run["exec_only"] = latency_stats(exec_only)
+        run["exec_only"] = exec_only
         run["incomparable"] = [kopl_engine_incomparable(p) for p in plans]
         return run
 
@@ -949,7 +967,7 @@ def serve(job_path: Path) -> int:
             elif name == "workload":
                 reply = engine.make_workload()
             elif name == "run":
-                reply = engine.run(command["key"])
+                reply = engine.run(command["key"], command.get("part", 0), command.get("parts", 1))
             elif name == "batch":
                 reply = engine.batch()
             elif name == "evtc":
@@ -966,6 +984,13 @@ def serve(job_path: Path) -> int:
 
             traceback.print_exc()
             reply = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        if name in ("load", "workload") and "error" not in reply:
+            # The KB and the work stay for the life of the worker: move them out of the
+            # collector's sight, so the collection before each timed section is cheap.
+            if Path(job["workload"]).exists():
+                engine.read_workload()
+            gc.collect()
+            gc.freeze()
         replies.write(json.dumps(reply) + "\n")
         if name == "finish":
             break
@@ -1271,27 +1296,39 @@ def _run_phase(config: BenchConfig, phase: list[str], base: dict, results: dict,
         keys = ([f"templates/{t}" for t in workload["templates"]] + ["random"]
                 + [f"scans/{s}" for s in workload["scans"]])
         log(f"scale {scale}: {len(keys)} work items on {', '.join(workers)}, interleaved ...")
-        for i, key in enumerate(keys):
-            order = [(e, False) for e in workers]
-            if key.startswith("templates/"):
-                order += [(e, True) for e in twin_workers]
-            order = order[i % len(order):] + order[:i % len(order)]
-            for engine, is_twin in order:
-                try:
-                    if is_twin and engine in twin_workers:
-                        run = twin_workers[engine].call({"cmd": "run", "key": key})
-                        reference = (first["reference"].get("runs") or {}).get(key, {}).get("answers", [])
-                        run["agreement"] = _agree(engine, run, reference, "error")
-                        run.pop("answers", None)
-                        twins[engine]["runs"][key] = run
-                    elif not is_twin and engine in workers:
-                        results[engine].setdefault("runs", {})[key] = workers[engine].call({"cmd": "run", "key": key})
-                except WorkerFailed as exc:
-                    if is_twin:
-                        twins[engine].update(status="failed", reason=str(exc)[:300])
-                        twin_workers.pop(engine).stop()
-                    else:
-                        fail(engine, exc)
+        rounds = max(1, config.rounds)
+        turn = 0
+        for key in keys:
+            slices: dict[tuple[str, bool], list[dict]] = {}
+            for part in range(rounds):
+                order = [(e, False) for e in workers]
+                if key.startswith("templates/"):
+                    order += [(e, True) for e in twin_workers]
+                turn += 1
+                order = order[turn % len(order):] + order[:turn % len(order)]
+                for engine, is_twin in order:
+                    worker = (twin_workers if is_twin else workers).get(engine)
+                    if worker is None:
+                        continue
+                    try:
+                        slices.setdefault((engine, is_twin), []).append(
+                            worker.call({"cmd": "run", "key": key, "part": part, "parts": rounds}))
+                    except WorkerFailed as exc:
+                        slices.pop((engine, is_twin), None)
+                        if is_twin:
+                            twins[engine].update(status="failed", reason=str(exc)[:300])
+                            twin_workers.pop(engine).stop()
+                        else:
+                            fail(engine, exc)
+            for (engine, is_twin), parts in slices.items():
+                run = merge_parts(parts)
+                if is_twin:
+                    reference = (first["reference"].get("runs") or {}).get(key, {}).get("answers", [])
+                    run["agreement"] = _agree(engine, run, reference, "error")
+                    run.pop("answers", None)
+                    twins[engine]["runs"][key] = run
+                else:
+                    results[engine].setdefault("runs", {})[key] = run
         for twin in twin_workers.values():
             try:
                 twin.call({"cmd": "finish"})

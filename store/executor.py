@@ -415,7 +415,8 @@ class _BatchPlan:
 
     Shapes that do not qualify run one by one: singleton guards (a query per program
     anyway), sub-SELECTs and ``LIMIT`` (ORDER BY … LIMIT 1 is per program, not per batch),
-    and entities inside a ``VALUES`` block of their own (Or of Finds, Count of a Find).
+    entities inside a ``VALUES`` block of their own (Or of Finds, Count of a Find), and
+    entities that a nested group uses outside a triple pattern (see :meth:`_keys_in_scope`).
     """
 
     def __init__(self, key: tuple, head: str, keys: tuple[int, ...], form: str, aggregate: bool,
@@ -435,7 +436,7 @@ class _BatchPlan:
                 or any("VALUES" in line and "?_k" in line for line in lines)):
             return None
         heads = [n for n, line in enumerate(lines) if line.startswith(("SELECT ", "ASK {"))]
-        if len(heads) != 1 or not lines[heads[0]].endswith("{"):
+        if len(heads) != 1 or not lines[heads[0]].endswith("{") or not cls._keys_in_scope(lines[heads[0]:]):
             return None
         n = heads[0]
         head = lines[n]
@@ -457,6 +458,31 @@ class _BatchPlan:
         tail = after + (f"\nGROUP BY {variables}\n" if aggregate else "\n")
         return cls(key, before + f"\n  VALUES ({variables}) {{ ", keys, compiled.form, aggregate,
                    " }\n" + tail)
+
+    @staticmethod
+    def _keys_in_scope(lines: list[str]) -> bool:
+        """Whether every key variable is one the top-level ``VALUES`` really binds where it is used.
+
+        SPARQL evaluates inner groups before the join with the ``VALUES`` block, so a key in a
+        FILTER of a nested group (``MINUS { ... FILTER(?x != ?_k2) }``) would be unbound there
+        and the filter would fail for every row, where the constant it replaces would not.
+        A key in a triple pattern is safe at any depth (it joins on the key), except under
+        ``EXISTS``, whose substitution of outer bindings endpoints do not all implement.
+        ``lines`` starts at the line that opens the outermost group.
+        """
+        stack: list[bool] = []                       # per open group: is it an EXISTS block?
+        for line in lines:
+            stripped = line.strip()
+            if "?_k" in stripped and len(stack) > 1:
+                triple = stripped.endswith(" .") and not stripped.startswith(("FILTER", "BIND", "VALUES"))
+                if not triple or any(stack):
+                    return False
+            for char in stripped:
+                if char == "{":
+                    stack.append("EXISTS" in stripped)
+                elif char == "}" and stack:
+                    stack.pop()
+        return True
 
     def run(self, query, members: list[tuple[int, CompiledQuery]]) -> list[Outcome]:
         """Query once for ``members`` (index, compiled) and decode each program's rows."""

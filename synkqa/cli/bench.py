@@ -44,10 +44,9 @@ def bench(
 ) -> None:
     """Run the same programs on every engine and print one table (also JSON, Markdown and a plot).
 
-    Every engine runs in its own process: load time and peak memory are that process's.
-    Answers are checked against the native engine; exit status 1 if any engine disagrees
-    or fails (an engine that is not installed is reported, not a failure).
-    """
+    Every engine runs in its own process: load time and peak memory are that process's. Answers are checked against the native engine; exit status 1 if any engine disagrees or fails (an engine that is not installed is reported, not a failure). See docs/BENCH.md.
+    """  # noqa: E501 - one paragraph, so the help text reflows
+
     from evaluation import bench as lib
 
     config = lib.BenchConfig(
