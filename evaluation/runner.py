@@ -195,17 +195,12 @@ def example_trace(executor, person: str = "Person_00371") -> dict[str, Any]:
 
 def fresh_executor(executor):
     """A new executor like ``executor`` with no per-process engine memo (remembered entities,
-    type-checked programs), so timed systems start alike. Falls back to ``executor`` itself
-    for an executor it does not know how to renew."""
-    from store import executor as engines
-    checked = getattr(engines, "_checked_ok", None)
-    if isinstance(checked, set):
-        checked.clear()
-    if isinstance(executor, engines.SparqlExecutor):
-        return engines.SparqlExecutor(executor.store, name=executor.name)
-    if isinstance(executor, engines.NativeExecutor):
-        return engines.NativeExecutor(executor.index)
-    return executor
+    type-checked program shapes), so timed systems start alike. Falls back to ``executor``
+    itself for an executor without ``fresh()``."""
+    from store.executor import clear_typecheck_cache
+    clear_typecheck_cache()
+    fresh = getattr(executor, "fresh", None)
+    return fresh() if callable(fresh) else executor
 
 
 def training_data(records: Sequence[dict]) -> tuple[list[str], list[int]]:

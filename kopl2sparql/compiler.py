@@ -1081,7 +1081,7 @@ class Prepared:
         return "".join(out)
 
 
-def _shape(steps: tuple[Step, ...]) -> tuple[tuple, tuple[str, ...]] | None:
+def program_shape(steps: tuple[Step, ...]) -> tuple[tuple, tuple[str, ...]] | None:
     """``(key, names)``: the program with its entity names abstracted, and the names.
 
     Everything the compiler's output depends on stays in the key: the operators and their
@@ -1178,7 +1178,7 @@ _PREPARED_MAX = 65536
 
 @lru_cache(maxsize=65536)
 def _compile_steps(steps: tuple[Step, ...]) -> CompiledQuery:
-    shape = _shape(steps)
+    shape = program_shape(steps)
     if shape is not None:
         key, names = shape
         prototype = _PREPARED.get(key)
@@ -1225,4 +1225,4 @@ def compile_program(program: Program) -> CompiledQuery:
 
 
 __all__ = ["compile_program", "CompiledQuery", "EntityGuard", "AttributeGuard", "SingletonGuard", "AttrCheck", "Guard",
-           "PREFIX_LINES", "Prepared", "clear_caches"]
+           "PREFIX_LINES", "Prepared", "clear_caches", "program_shape"]

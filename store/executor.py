@@ -18,12 +18,14 @@ from typing import Protocol, Union, runtime_checkable
 import pyoxigraph as ox
 
 from kopl2sparql.answer import Answer
-from kopl2sparql.compiler import AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program
+from kopl2sparql.compiler import (AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program,
+                                  program_shape)
 from kopl2sparql.errors import (ConfigError, EngineDisagreement, ExecutionError, ProgramError,
                                 StoreError, unknown_name_message)
 from kopl2sparql.interpreter import Interpreter, TraceStep
 from kopl2sparql.kbindex import KBIndex
-from kopl2sparql.program import OPERATORS, ArgKind, Program
+from kopl2sparql.program import Program
+from kopl2sparql.typecheck import check
 from ontology import ENTITY_NS, NS, RDF_TYPE
 from store.oxigraph import OxigraphStore
 from store.results import SelectResult, term_value
@@ -51,63 +53,32 @@ class Executor(Protocol):
         """Every step's value (on ExecutionError the steps done so far are on ``error.trace``)."""
         ...
 
+    def fresh(self) -> "Executor":
+        """A new executor on the same KB that remembers nothing from earlier programs."""
+        ...
+
 
 # ---- type checking before execution ------------------------------------------------------
 
-_checker = None            # the type checker's ``check``, resolved on first use; False if absent
-_entity_class = None       # kopl2sparql.typecheck.entity_class, resolved with the checker
-_checked_ok: set = set()   # type shapes of programs that passed (see _type_shape)
-_ENTITY_ARGS = {name: tuple(i for i, kind in enumerate(op.args) if kind is ArgKind.ENTITY)
-                for name, op in OPERATORS.items()}
-
-
-def _type_shape(steps) -> tuple | None:
-    """The program with each entity name replaced by its class, or ``None``.
-
-    The checker reads an entity name only through its class (``entity_class``), so two
-    programs with the same shape pass or fail together: one check serves every slot filling
-    of a template. ``None`` (always check) for a name without a known class.
-    """
-    key = []
-    for step in steps:
-        positions = _ENTITY_ARGS.get(step.op)
-        if not positions:
-            key.append((step.op, step.args))
-            continue
-        args = list(step.args)
-        for i in positions:
-            if i >= len(args) or not isinstance(args[i], str):
-                return None
-            cls = _entity_class(args[i])
-            if cls is None:
-                return None
-            args[i] = (cls,)                 # a tuple: never equal to a text argument
-        key.append((step.op, tuple(args)))
-    return tuple(key)
+_checked_ok: set = set()   # shapes (compiler.program_shape) of programs that passed the checker
 
 
 def typecheck(program: Program) -> None:
-    """Run ``kopl2sparql.typecheck.check`` on ``program`` when that module exists.
+    """Run the type checker (``kopl2sparql.typecheck.check``) on ``program``.
+
+    The checker reads an entity name only through its class, so programs of one shape (a
+    template with other slot fillings) pass or fail together: one check serves them all.
 
     :raises ProgramError: for an ill-typed program.
     """
-    global _checker, _entity_class
-    if _checker is None:
-        try:
-            from kopl2sparql.typecheck import check, entity_class
-            _checker, _entity_class = check, entity_class
-        except ImportError:
-            _checker = False
-    if _checker is False:
-        return
     try:
-        key = _type_shape(program.steps)
-        hit = key is not None and key in _checked_ok
+        shape = program_shape(program.steps)
     except TypeError:                        # unhashable arguments: the checker says why
-        key, hit = None, False
-    if hit:
+        shape = None
+    key = shape[0] if shape is not None else None
+    if key is not None and key in _checked_ok:
         return
-    _checker(program)
+    check(program)
     if key is None:
         return
     if len(_checked_ok) > 200_000:           # bound the memory of a long-running process
@@ -115,7 +86,10 @@ def typecheck(program: Program) -> None:
     _checked_ok.add(key)
 
 
-# ---- the native engine ---------------------------------------------------------------------
+def clear_typecheck_cache() -> None:
+    """Forget which program shapes passed the checker (timed runs start cold)."""
+    _checked_ok.clear()
+
 
 class NativeExecutor:
     """The Python interpreter over a :class:`KBIndex` read from RDF."""
@@ -125,6 +99,10 @@ class NativeExecutor:
     def __init__(self, index: KBIndex):
         self.index = index
         self.interpreter = Interpreter(index)
+
+    def fresh(self) -> "NativeExecutor":
+        """A new executor over the same KB with nothing remembered (for timed runs)."""
+        return NativeExecutor(self.index)
 
     def execute(self, program: Program) -> Answer:
         typecheck(program)
@@ -213,6 +191,10 @@ class SparqlExecutor:
         # limits are not needed, and a fact is one triple-index lookup instead of a query.
         self._raw = store.raw if isinstance(store, OxigraphStore) else None
         self._batch_plans: dict[tuple, _BatchPlan | None] = {}
+
+    def fresh(self) -> "SparqlExecutor":
+        """A new executor over the same store with no remembered facts or batch plans."""
+        return SparqlExecutor(self.store, name=self.name)
 
     def execute(self, program: Program) -> Answer:
         typecheck(program)
@@ -598,6 +580,10 @@ class CrossCheckExecutor:
     def __init__(self, first: Executor, second: Executor):
         self.first, self.second = first, second
         self.name = f"{first.name}+{second.name}"
+
+    def fresh(self) -> "CrossCheckExecutor":
+        """A new pair of fresh executors."""
+        return CrossCheckExecutor(self.first.fresh(), self.second.fresh())
 
     def execute(self, program: Program) -> Answer:
         typecheck(program)

@@ -45,6 +45,7 @@ from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 
+from evaluation import paper
 from kopl2sparql.answer import Answer, format_number
 from kopl2sparql.compiler import CompiledQuery, compile_program
 from kopl2sparql.errors import (DatasetError, EngineDisagreement, ExecutionError, ProgramError,
@@ -91,17 +92,13 @@ FORMAT_VERSION = 1
 version (or other templates) is rebuilt by :func:`ensure_dataset`."""
 
 PAPER_TABLE_II = {
-    "train": {"questions": 100000, "avg_words": 7.44, "std_words": 2.74, "avg_steps": 3.84,
-              "unique_answers": 6644},
-    "validation": {"questions": 10000, "avg_words": 7.89, "std_words": 2.64, "avg_steps": 3.86,
-                   "unique_answers": 2062},
-    "test": {"questions": 10000, "avg_words": 8.30, "std_words": 2.42, "avg_steps": 3.86,
-             "unique_answers": 2109},
+    split: {"questions": row["questions"], "avg_words": row["words_mean"], "std_words": row["words_std"],
+            "avg_steps": row["steps_mean"], "unique_answers": row["unique_answers"]}
+    for split, row in paper.TABLE_II.items()
 }
-"""Table II of the paper (mean ± std over questions)."""
+"""Table II of the paper (mean ± std over questions) under the keys of ``dataset stats``."""
 
-PAPER_TEST_TEMPLATE_COUNTS = {0: 971, 1: 1003, 2: 1502, 3: 1041, 4: 1228, 5: 971, 6: 968, 7: 1348,
-                              8: 968}
+PAPER_TEST_TEMPLATE_COUNTS = {template: row[0] for template, row in paper.TABLE_XI.items()}
 """Questions per template in the paper's test split (Table XI, column N); the paper does
 not publish train or validation counts."""
 
