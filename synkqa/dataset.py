@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -49,7 +48,7 @@ import orjson
 
 from evaluation import paper
 from kopl2sparql.answer import Answer, format_number
-from kopl2sparql.compiler import CompiledQuery, compile_program
+from kopl2sparql.compiler import compile_program
 from kopl2sparql.errors import (DatasetError, EngineDisagreement, ExecutionError, ProgramError,
                                 unknown_name_message)
 from kopl2sparql.kqapro import to_kqapro
@@ -300,15 +299,13 @@ class GoldEngines:
 
     Per-skeleton caching (why the build takes seconds, not minutes): the first instance of
     each template with pairwise-distinct slot values is its *prototype*; it is parsed, type
-    checked, compiled to SPARQL and converted to KQA Pro form once. Every later instance is
-    the prototype with entity names swapped in one pass (steps, SPARQL text, KQA Pro
-    inputs), which is what the compiler would produce, because entity names enter its text
-    only as ``ske:`` constants; type checking depends only on the slots' classes, which a
-    template fixes. The query that is executed comes from the compiler itself (its
-    prepared-per-shape path substitutes the names). The first renamed
-    instance of every template and every :attr:`VERIFY_EVERY`-th question are still parsed,
-    compiled and converted from scratch and compared (a mismatch fails the build), and the
-    test suite compares a sample against ``compile_program``/``to_kqapro``.
+    checked and converted to KQA Pro form once. Every later instance is the prototype with
+    entity names swapped in (steps, KQA Pro inputs): type checking depends only on the
+    slots' classes, which a template fixes. The SPARQL, recorded and executed, is the
+    compiler's own (compiled once per shape, the names substituted into its text). The
+    first renamed instance of every template and every :attr:`VERIFY_EVERY`-th question are
+    still parsed and converted from scratch and compared (a mismatch fails the build), and
+    the test suite compares a sample against ``to_kqapro``.
 
     Identical programs (the same question drawn twice) are executed once per engine and
     the answer reused: both engines are deterministic over a read-only KB.
@@ -337,10 +334,10 @@ class GoldEngines:
         :raises EngineDisagreement: if the engines give different answers (or one fails).
         """
         instance = self._instance(draft)
+        program = instance.program()
+        compiled = compile_program(program)         # prepared per shape: the names substituted
         answer = self._answers.get(draft.kopl)
         if answer is None:
-            program = instance.program()
-            compiled = compile_program(program)     # the compiler's per-shape prepared query
             outcomes = []
             for engine in (lambda: self.native.interpreter.run(program),
                            lambda: self.sparql.run_compiled(compiled)):
@@ -358,7 +355,7 @@ class GoldEngines:
                     f"  query:\n{compiled.sparql}")
             answer = self._answers[draft.kopl] = native
             self.executed += 1
-        return instance.kqapro(), instance.sparql(), answer
+        return instance.kqapro(), compiled.sparql, answer
 
     def _instance(self, draft: Draft) -> "_Instance":
         self._count += 1
@@ -367,7 +364,7 @@ class GoldEngines:
         if proto is None:
             program = parse(draft.kopl)
             typecheck(program)
-            proto = _Prototype(values, program, compile_program(program), to_kqapro(program))
+            proto = _Prototype(values, program, to_kqapro(program))
             if len(set(values)) == len(values):
                 self._prototypes[draft.template.id] = proto
             return _Instance(proto, _Swap(values, values))
@@ -377,8 +374,7 @@ class GoldEngines:
         # the compiler's output shape fails the build at once rather than by chance.
         if proto.uses == 1 or self._count % self.VERIFY_EVERY == 0:
             program = parse(draft.kopl)
-            fresh = compile_program(program)
-            if (program, fresh.sparql, to_kqapro(program)) != (made.program(), made.sparql(), made.kqapro()):
+            if (program, to_kqapro(program)) != (made.program(), made.kqapro()):
                 raise DatasetError(f"per-skeleton cache diverged from the compiler on {draft.kopl} "
                                    f"(template {draft.template.name}); this is a bug in synkqa.dataset")
         return made
@@ -390,18 +386,11 @@ def _show(outcome) -> str:
     return f"error: {str(outcome).splitlines()[0]}"
 
 
-_SKE = re.compile(r"(?<=ske:)[A-Za-z0-9_]+")
-
-
 class _Swap:
-    """Renames entities inside a compiled query, a program or a KQA Pro list, in one pass."""
+    """Renames entities inside a program or a KQA Pro list."""
 
     def __init__(self, old: tuple[str, ...], new: tuple[str, ...]):
         self.names = dict(zip(old, new))
-
-    def text(self, sparql: str) -> str:
-        # One regex pass, so swapping A->B and B->C cannot turn A into C.
-        return _SKE.sub(lambda m: self.names.get(m.group(0), m.group(0)), sparql)
 
     def program(self, program: Program) -> Program:
         return Program(tuple(Step(s.op, tuple(self.names.get(a, a) for a in s.args)) for s in program.steps))
@@ -413,28 +402,23 @@ class _Swap:
 
 @dataclass
 class _Prototype:
-    """One compiled instance of a template, from which later instances are renamed."""
+    """One parsed instance of a template, from which later instances are renamed."""
 
     values: tuple[str, ...]
     program: Program
-    compiled: CompiledQuery
     kqapro: list
     uses: int = 0
 
 
 @dataclass(frozen=True)
 class _Instance:
-    """A question's program, compiled query and KQA Pro list, renamed from the prototype on
-    demand: a repeated program only needs its SPARQL text and KQA Pro list."""
+    """A question's program and KQA Pro list, renamed from the prototype on demand."""
 
     proto: _Prototype
     swap: _Swap
 
     def program(self) -> Program:
         return self.swap.program(self.proto.program)
-
-    def sparql(self) -> str:
-        return self.swap.text(self.proto.compiled.sparql)
 
     def kqapro(self) -> list:
         return self.swap.kqapro(self.proto.kqapro)
