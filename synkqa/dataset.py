@@ -371,11 +371,12 @@ class GoldEngines:
         proto.uses += 1
         made = _Instance(proto, _Swap(proto.values, values))
         # The first renamed instance of every template is always checked, so a change in
-        # the compiler's output shape fails the build at once rather than by chance.
+        # the parser's or the KQA Pro converter's output fails the build at once rather
+        # than by chance.
         if proto.uses == 1 or self._count % self.VERIFY_EVERY == 0:
             program = parse(draft.kopl)
             if (program, to_kqapro(program)) != (made.program(), made.kqapro()):
-                raise DatasetError(f"per-skeleton cache diverged from the compiler on {draft.kopl} "
+                raise DatasetError(f"per-skeleton cache diverged from a fresh parse on {draft.kopl} "
                                    f"(template {draft.template.name}); this is a bug in synkqa.dataset")
         return made
 
