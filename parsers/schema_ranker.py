@@ -519,17 +519,10 @@ class SchemaRanker(BaseEstimator):
             raise ModelError("SchemaRanker is not fitted yet: call fit(questions, programs)") from None
         if candidates is None:
             candidates = enumerate_programs(question)
-        scores = self.score_candidates(question, candidates).tolist()
-        keys = [(-round(score, 9), c.shape.steps) for score, c in zip(scores, candidates)]
-        order = sorted(range(len(candidates)), key=keys.__getitem__)
-        # Ties on (score, length) are rare; only their members pay for building the text.
-        start = 0
-        for end in range(1, len(order) + 1):
-            if end == len(order) or keys[order[end]] != keys[order[start]]:
-                if end - start > 1:
-                    order[start:end] = sorted(order[start:end], key=lambda i: candidates[i].text)
-                start = end
-        return [(candidates[i], scores[i]) for i in order]
+        scores = self.score_candidates(question, candidates)
+        order = sorted(range(len(candidates)),
+                       key=lambda i: (-round(float(scores[i]), 9), candidates[i].shape.steps, candidates[i].text))
+        return [(candidates[i], float(scores[i])) for i in order]
 
     def weights(self) -> dict[str, float]:
         """Learned weight of every feature (for reports and sanity checks)."""
