@@ -167,7 +167,7 @@ def load_splits(splits: Sequence[str] = SPLITS, seed: int = 42, data_dir: Path |
 
 def make_executor(backend: str = "oxigraph", seed: int = 42, scale: int = 1):
     """An executor: ``oxigraph`` (SPARQL on the embedded store), ``native``, or an endpoint URL."""
-    from store.executor import get_executor
+    from synkqa.executors import get_executor
     return get_executor(backend, seed=seed, scale=scale)
 
 
@@ -346,8 +346,8 @@ def measure_runtime(model: Any, queries: Sequence[Query], executor, k: int = 5,
 
 def kb_statistics(store) -> dict[str, int]:
     """Table I, counted with SPARQL on ``store`` (anything with ``query(sparql)``)."""
-    from ontology import NS, schema
-    sch = schema()
+    from ontology import NS, Schema, schema_path
+    sch = Schema.from_turtle(schema_path())
     prefix = f"PREFIX sk: <{NS}>\n"
 
     def count(pattern: str) -> int:

@@ -10,6 +10,6 @@ __all__ = ["Answer", "format_number", "Program", "Step", "OPERATORS", "SynKQAErr
 
 from kopl2sparql.syntax import parse  # noqa: E402
 __all__ += ["parse"]
-from kopl2sparql.typecheck import CheckedProgram, check, entity_class  # noqa: E402
+from kopl2sparql.typecheck import CheckedProgram, check  # noqa: E402
 from kopl2sparql.kqapro import from_kqapro, to_kqapro  # noqa: E402
-__all__ += ["check", "CheckedProgram", "entity_class", "to_kqapro", "from_kqapro"]
+__all__ += ["check", "CheckedProgram", "to_kqapro", "from_kqapro"]

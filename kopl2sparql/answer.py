@@ -1,8 +1,9 @@
 """Answers in canonical form, shared by every engine.
 
 Entity sets: names sorted by entity id, joined with ``|`` (the empty set is the empty
-string). Numbers: plain decimal strings without exponent or trailing zeros (``17``,
-``2311923.9``). Booleans: ``yes`` / ``no``.
+string); ``QueryName`` gives labels in the same order. Numbers: plain decimal strings
+without exponent or trailing zeros (``17``, ``2311923.9``). Strings (text, date and year
+attribute values): the lexical form. Booleans: ``yes`` / ``no``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
-AnswerKind = Literal["entities", "number", "bool"]
+AnswerKind = Literal["entities", "number", "bool", "string"]
 
 
 def format_number(value: int | str | Decimal) -> str:
@@ -48,6 +49,11 @@ class Answer:
     @classmethod
     def number(cls, value: int | str | Decimal) -> "Answer":
         return cls("number", (format_number(value),))
+
+    @classmethod
+    def string(cls, value: str) -> "Answer":
+        """A non-numeric attribute value, as written in the KB."""
+        return cls("string", (value,))
 
     @classmethod
     def boolean(cls, value: bool) -> "Answer":

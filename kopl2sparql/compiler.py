@@ -80,24 +80,35 @@ numbers plain decimal literals (re-rendered canonically). A program cannot injec
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import IntEnum
-from functools import lru_cache
 from typing import Literal, Union
 
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ProgramError, ProgramTypeError, unknown_name_message
 from kopl2sparql.interpreter import VALUE_WORDS, parse_number
 from kopl2sparql.program import COMPARATORS, OPERATORS, ArgKind, Program, Step, ValueType
-from kopl2sparql.typecheck import entity_class
-from ontology import ENTITY_NS, NS, schema
+from ontology import Schema
 
 QueryForm = Literal["select-entities", "select-number", "ask"]
 
-PREFIX_LINES = f"PREFIX sk: <{NS}>\nPREFIX ske: <{ENTITY_NS}>\n"
 XSD_PREFIX_LINE = "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#>\n"   # only in queries with a Cast
 _NAME = re.compile(r"[A-Za-z0-9_]+\Z")
-_VAR_BASE = {"Person": "person", "City": "city", "Country": "country", "Organization": "org"}
+
+_SCHEMA: ContextVar[Schema] = ContextVar("schema")
+"""The schema of the program being compiled: set by :class:`Compiler` for the duration of
+one compilation, read by the set-algebra helpers below for class and variable names."""
+
+
+def _entity_class(name: str) -> str | None:
+    """One class of an entity for its class triple: the first in name order, if it has any."""
+    types = _SCHEMA.get().entity_classes(name)
+    return min(types) if types else None
+
+
+def _base(classes: frozenset) -> str:
+    return _SCHEMA.get().variable(classes)
 
 
 # ---- the compiled query ------------------------------------------------------------------
@@ -108,6 +119,7 @@ class EntityGuard:
 
     step: int
     name: str
+    iri: str | None = field(default=None, compare=False)   # None: no entity can have this name
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,8 @@ class AttributeGuard:
     step: int
     name: str
     attribute: str
+    iri: str | None = field(default=None, compare=False)      # the entity's
+    attribute_iri: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -166,6 +180,7 @@ class CompiledQuery:
     check: AttrCheck | None = None
     steps: int = 0
     prepared: "Prepared | None" = field(default=None, compare=False, repr=False)
+    labels: bool = False          # QueryName at the top: the answer shows labels, not names
 
     def describe_guards(self) -> str:
         """One line for the checks made before the query, e.g.
@@ -216,7 +231,7 @@ Term = Union[Var, Entity]
 @dataclass(frozen=True)
 class Triple:
     s: Term
-    p: str               # local name in sk:
+    p: str               # relation or attribute name (rendered through the schema)
     o: Term
 
 
@@ -370,10 +385,18 @@ def _subst(node, m: dict):
 class _Renderer:
     """Text of a query; variable names are assigned on first appearance."""
 
-    def __init__(self):
+    def __init__(self, schema: Schema):
         self.names: dict[Var, str] = {}
         self.taken: set[str] = set()
         self.uses_xsd = False                 # a Cast was written: the query needs PREFIX xsd:
+        self.schema = schema
+        self.pred = _predicate_terms(schema)
+
+    def entity(self, name: str) -> str:
+        iri = self.schema.entity_iri(name)
+        if iri is None:        # no entity has this name: the guard fails before any query runs
+            raise ValueError(f"no IRI for entity {name!r}")
+        return self.schema.term(iri)
 
     def var(self, v: Var) -> str:
         name = self.names.get(v)
@@ -391,7 +414,7 @@ class _Renderer:
         if isinstance(t, Var):
             return self.var(t)
         if isinstance(t, Entity):
-            return "ske:" + t.name
+            return self.entity(t.name)
         if isinstance(t, Cast):
             self.uses_xsd = True
             return f"xsd:decimal({self.term(t.var)})"
@@ -401,16 +424,16 @@ class _Renderer:
         lines: list[str] = []
         for node in patterns:
             if isinstance(node, Triple):
-                lines.append(f"{ind}{self.term(node.s)} sk:{node.p} {self.term(node.o)} .")
+                lines.append(f"{ind}{self.term(node.s)} {self.pred[node.p]} {self.term(node.o)} .")
             elif isinstance(node, Values):
                 lines.append(f"{ind}VALUES {self.var(node.var)} {{ "
-                             + " ".join("ske:" + n for n in node.names) + " }")
+                             + " ".join(self.entity(n) for n in node.names) + " }")
             elif isinstance(node, Filter):
                 lines.append(f"{ind}FILTER({self.term(node.left)} {node.op} {self.term(node.right)})")
             elif isinstance(node, Optional_):
                 if len(node.patterns) == 1 and isinstance(node.patterns[0], Triple):
                     t = node.patterns[0]
-                    lines.append(f"{ind}OPTIONAL {{ {self.term(t.s)} sk:{t.p} {self.term(t.o)} }}")
+                    lines.append(f"{ind}OPTIONAL {{ {self.term(t.s)} {self.pred[t.p]} {self.term(t.o)} }}")
                 else:
                     lines.append(f"{ind}OPTIONAL {{")
                     lines += self.patterns(node.patterns, ind + "  ")
@@ -431,10 +454,10 @@ class _Renderer:
                 lines += self.select(node.select, ind + "  ")
                 lines.append(f"{ind}}}")
             elif isinstance(node, IsA):
-                lines.append(f"{ind}{self.term(node.var)} a sk:{node.cls} .")
+                lines.append(f"{ind}{self.term(node.var)} a {self.schema.term(self.schema.classes[node.cls].iri)} .")
             elif isinstance(node, NotIn):
                 var = self.var(node.var)
-                lines.append(f"{ind}FILTER(" + " && ".join(f"{var} != ske:{n}" for n in node.names) + ")")
+                lines.append(f"{ind}FILTER(" + " && ".join(f"{var} != {self.entity(n)}" for n in node.names) + ")")
             elif isinstance(node, Exists):
                 lines += self.group(f"{ind}FILTER {'NOT ' if node.negated else ''}EXISTS", node.patterns, ind)
             elif isinstance(node, Unless):
@@ -454,7 +477,7 @@ class _Renderer:
         """``head { ... }``: on one line when the group is a single triple."""
         if len(patterns) == 1 and isinstance(patterns[0], Triple):
             t = patterns[0]
-            return [f"{head} {{ {self.term(t.s)} sk:{t.p} {self.term(t.o)} }}{close}"]
+            return [f"{head} {{ {self.term(t.s)} {self.pred[t.p]} {self.term(t.o)} }}{close}"]
         return [f"{head} {{", *self.patterns(patterns, ind + "  "), f"{ind}}}{close}"]
 
     def select(self, sel: Select, ind: str = "") -> list[str]:
@@ -477,18 +500,33 @@ class _Renderer:
         return lines
 
 
+_PREDICATE_TERMS: dict[int, tuple[Schema, dict[str, str]]] = {}
+
+
+def _predicate_terms(schema: Schema) -> dict[str, str]:
+    """Relation/attribute name -> its SPARQL text (``sk:born_in``), once per schema."""
+    entry = _PREDICATE_TERMS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        if len(_PREDICATE_TERMS) > 64:
+            _PREDICATE_TERMS.clear()
+        terms = {name: schema.term(info.iri)
+                 for table in (schema.relations, schema.attributes) for name, info in table.items()}
+        entry = _PREDICATE_TERMS[id(schema)] = (schema, terms)
+    return entry[1]
+
+
 def _prefixes(r: _Renderer) -> str:
-    return PREFIX_LINES + (XSD_PREFIX_LINE if r.uses_xsd else "")
+    return r.schema.prefix_lines() + (XSD_PREFIX_LINE if r.uses_xsd else "")
 
 
 def render_select(sel: Select) -> tuple[str, _Renderer]:
-    r = _Renderer()
+    r = _Renderer(_SCHEMA.get())
     body = "\n".join(r.select(sel))
     return f"{_prefixes(r)}\n{body}\n", r
 
 
 def render_ask(patterns: tuple) -> str:
-    r = _Renderer()
+    r = _Renderer(_SCHEMA.get())
     body = "\n".join(["ASK {", *r.patterns(patterns, "  "), "}"])
     return f"{_prefixes(r)}\n{body}\n"
 
@@ -546,11 +584,7 @@ class BoolFrag:
 
 _FRAG_TYPE = {SetFrag: ValueType.ENTITIES, NamesFrag: ValueType.NAMES, NumFrag: ValueType.NUMBER,
               BoolFrag: ValueType.BOOL}
-_ALL_CLASSES = frozenset(_VAR_BASE)
-
-
-def _base(classes: frozenset) -> str:
-    return _VAR_BASE.get(next(iter(classes)), "entity") if len(classes) == 1 else "entity"
+_ANY: frozenset = frozenset()         # classes not known statically (variables get "entity")
 
 
 def _values(var: Var, names: tuple[str, ...]) -> tuple:
@@ -561,10 +595,14 @@ def _values(var: Var, names: tuple[str, ...]) -> tuple:
     and ignores a FILTER between such a VALUES and an OPTIONAL. Written first, it also keeps
     Oxigraph from scanning the whole class inside EXISTS.
     """
-    classes = {entity_class(n) for n in names}
-    if len(classes) != 1 or None in classes:   # only for unchecked programs: Or splits classes
+    schema = _SCHEMA.get()
+    shared = None
+    for n in names:
+        types = schema.entity_classes(n) or frozenset()
+        shared = types if shared is None else shared & types
+    if not shared:            # unchecked programs (Or splits classes), untyped entities
         return (Values(var, names),)
-    return IsA(var, classes.pop()), Values(var, names)
+    return IsA(var, min(shared)), Values(var, names)
 
 
 def _as_var(frag: SetFrag) -> tuple[tuple, Var]:
@@ -621,9 +659,9 @@ def _merge_alternatives(alts: tuple[SetFrag, ...]) -> tuple[SetFrag, ...]:
         if item == "pure":
             by_class: dict = {}
             for name in sorted(pure):
-                by_class.setdefault(entity_class(name), []).append(name)
+                by_class.setdefault(_entity_class(name), []).append(name)
             for cls, names in sorted(by_class.items(), key=lambda kv: kv[0] or ""):
-                classes = frozenset((cls,)) if cls else _ALL_CLASSES
+                classes = frozenset((cls,)) if cls else _ANY
                 if len(names) == 1:
                     out.append(SetFrag((), Entity(names[0]), classes, Card.ONE))
                 else:
@@ -739,8 +777,13 @@ def _grounded(entity: Entity, patterns: tuple) -> tuple:
     group holds only FILTERs wrongly)."""
     if any(isinstance(n, (Triple, IsA, SubSelect)) for n in patterns):
         return patterns
-    cls = entity_class(entity.name)
+    cls = _entity_class(entity.name)
     return (IsA(entity, cls), *patterns) if cls else patterns
+
+
+def _narrow(classes: frozenset, cls: str | None) -> frozenset:
+    """Classes of the members that have an attribute of ``cls`` (unknown stays unknown)."""
+    return classes if cls is None else classes & {cls}
 
 
 def _intersect(a: SetFrag, b: SetFrag) -> SetFrag:
@@ -824,9 +867,11 @@ def _difference_of(a: SetFrag, alts: list[SetFrag]) -> SetFrag:
 
 
 class _Compiler:
-    def __init__(self, steps: tuple[Step, ...]):
+    """One compilation (run with ``_SCHEMA`` set to ``schema``)."""
+
+    def __init__(self, steps: tuple[Step, ...], schema: Schema):
         self.steps = steps
-        self.schema = schema()
+        self.schema = schema
         self.guards: list[Guard] = []
         self.seen_entities: set[str] = set()
 
@@ -835,13 +880,32 @@ class _Compiler:
     def fail(self, message: str, step: Step, i: int):
         raise ProgramTypeError(message, span=step.span, step=i)
 
-    def entity(self, name: str, step: Step, i: int) -> Entity:
-        if not _NAME.match(name):
-            self.fail(f"not an entity name: {name!r} (letters, digits and _ only)", step, i)
-        if name not in self.seen_entities:
-            self.seen_entities.add(name)
-            self.guards.append(EntityGuard(i, name))
-        return Entity(name)
+    def entities(self, text: str, step: Step, i: int) -> tuple[str, ...] | None:
+        """Names of the entities ``text`` names, each guarded (must exist); ``None`` when
+        no entity can have that name (the guard then fails before any query)."""
+        if not isinstance(text, str) or not text:
+            self.fail(f"not an entity name: {text!r}", step, i)
+        names = self.schema.resolve(text)
+        if not names:
+            names = (text,)          # unknown here: the guard asks the store
+        iris = [self.schema.entity_iri(n) for n in names]
+        for name, iri in zip(names, iris):
+            if name not in self.seen_entities:
+                self.seen_entities.add(name)
+                self.guards.append(EntityGuard(i, name, iri))
+        return None if None in iris else names
+
+    def entity_set(self, text: str, step: Step, i: int) -> SetFrag:
+        """The set ``Find(text)`` stands for: a constant for one entity, else VALUES."""
+        names = self.entities(text, step, i)
+        if names is None:
+            return SetFrag((Never(),), Var("entity"), _ANY, Card.OPT)
+        if len(names) == 1:
+            cls = self.schema.entity_classes(names[0])
+            return SetFrag((), Entity(names[0]), cls or _ANY, Card.ONE)
+        classes = frozenset().union(*(self.schema.entity_classes(n) or () for n in names))
+        var = Var(_base(classes))
+        return SetFrag(_values(var, names), var, classes, Card.MANY)
 
     def relation(self, name: str, step: Step, i: int):
         info = self.schema.relations.get(name)
@@ -895,18 +959,17 @@ class _Compiler:
         return stack
 
     def op_Find(self, step, stack, i):
-        e = self.entity(step.args[0], step, i)
-        cls = entity_class(e.name)
-        return SetFrag((), e, frozenset((cls,)) if cls else _ALL_CLASSES, Card.ONE)
+        return self.entity_set(step.args[0], step, i)
 
     def op_Relate(self, step, stack, i):
         info = self.relation(step.args[0], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
 
         def relate(s: SetFrag) -> SetFrag:
-            b = Var(_VAR_BASE.get(info.range, "entity"))
+            classes = frozenset((info.range,)) if info.range else _ANY
+            b = Var(_base(classes))
             card = Card.OPT if info.functional and s.card <= Card.OPT else Card.MANY
-            return SetFrag((*s.patterns, Triple(s.term, info.name, b)), b, frozenset((info.range,)), card)
+            return SetFrag((*s.patterns, Triple(s.term, info.name, b)), b, classes, card)
         return _distribute(a, relate)
 
     def op_RelateInv(self, step, stack, i):
@@ -914,8 +977,9 @@ class _Compiler:
         a = self.pop(stack, ValueType.ENTITIES, step, i)
 
         def relate_inv(s: SetFrag) -> SetFrag:
-            b = Var(_VAR_BASE.get(info.domain, "entity"))
-            return SetFrag((*s.patterns, Triple(b, info.name, s.term)), b, frozenset((info.domain,)), Card.MANY)
+            classes = frozenset((info.domain,)) if info.domain else _ANY
+            b = Var(_base(classes))
+            return SetFrag((*s.patterns, Triple(b, info.name, s.term)), b, classes, Card.MANY)
         return _distribute(a, relate_inv)
 
     def op_QueryName(self, step, stack, i):
@@ -934,7 +998,8 @@ class _Compiler:
         value = Var(info.name)
         if a.card is Card.ONE and isinstance(a.term, Entity):
             # Without this, ASK would answer "no" for an entity lacking the value.
-            self.guards.append(AttributeGuard(i, a.term.name, info.name))
+            self.guards.append(AttributeGuard(i, a.term.name, info.name, self.schema.entity_iri(a.term.name),
+                                              info.iri))
         else:
             patterns, var = _as_var(a)
             probe = Var(info.name)
@@ -960,9 +1025,11 @@ class _Compiler:
 
     def op_VerifyRel(self, step, stack, i):
         info = self.relation(step.args[0], step, i)
-        target = self.entity(step.args[1], step, i)
+        target = self.entity_set(step.args[1], step, i)
         a = self.pop(stack, ValueType.ENTITIES, step, i)
-        return BoolFrag((*a.patterns, Triple(a.term, info.name, target)))
+        if isinstance(target.term, Entity):
+            return BoolFrag((*a.patterns, Triple(a.term, info.name, target.term)))
+        return BoolFrag((*a.patterns, Triple(a.term, info.name, target.term), *target.patterns))
 
     def op_FilterNum(self, step, stack, i):
         info = self.attribute(step.args[0], step, i)
@@ -974,7 +1041,7 @@ class _Compiler:
             value = Var(info.name)
             return SetFrag((*s.patterns, Triple(s.term, info.name, value),
                             _compare(value, info.datatype, op, bound, _num_type(bound))), s.term,
-                           s.classes & {info.domain}, max(s.card, Card.OPT))
+                           _narrow(s.classes, info.domain), max(s.card, Card.OPT))
         return _distribute(a, filter_num)
 
     def op_Argmax(self, step, stack, i, descending: bool = True):
@@ -984,12 +1051,12 @@ class _Compiler:
         if isinstance(a.term, Entity):
             # The one candidate wins when it has the value: no sub-SELECT (Virtuoso 7.2 cannot
             # compile a sub-SELECT over one constant followed by an OPTIONAL).
-            return SetFrag((*a.patterns, Triple(a.term, info.name, value)), a.term, a.classes & {info.domain},
+            return SetFrag((*a.patterns, Triple(a.term, info.name, value)), a.term, _narrow(a.classes, info.domain),
                            Card.OPT)
         patterns, var = a.patterns, a.term
         sel = Select((var,), (*patterns, Triple(var, info.name, value)),
                      order=((value, descending), (var, False)), limit=1)
-        return SetFrag((SubSelect(sel),), var, a.classes & {info.domain}, Card.OPT, hoist=sel)
+        return SetFrag((SubSelect(sel),), var, _narrow(a.classes, info.domain), Card.OPT, hoist=sel)
 
     def op_Argmin(self, step, stack, i):
         return self.op_Argmax(step, stack, i, descending=False)
@@ -1015,7 +1082,8 @@ class _Compiler:
         top = stack[-1]
         n = len(self.steps)
         guards = self.guards
-        if isinstance(top, NamesFrag):
+        labels = isinstance(top, NamesFrag)
+        if labels:
             top = top.set
         if isinstance(top, SetFrag):
             if top.hoist is not None:
@@ -1025,7 +1093,8 @@ class _Compiler:
                 patterns, var = _as_var(top)
                 sel = Select((var,), patterns, distinct=True)
             text, r = render_select(sel)
-            return CompiledQuery(text, "select-entities", r.var(var)[1:], self._ordered(guards), steps=n)
+            return CompiledQuery(text, "select-entities", r.var(var)[1:], self._ordered(guards), steps=n,
+                                 labels=labels)
         if isinstance(top, BoolFrag):
             return CompiledQuery(render_ask(top.patterns), "ask", None, self._ordered(guards), steps=n)
         if top.hoist is not None:                                  # Count
@@ -1055,7 +1124,6 @@ class _Compiler:
 
 _ENTITY_ARGS = {name: tuple(i for i, kind in enumerate(op.args) if kind is ArgKind.ENTITY)
                 for name, op in OPERATORS.items()}
-_ENTITY_TOKEN = re.compile(r"ske:([A-Za-z0-9_]+)")
 
 
 @dataclass(frozen=True)
@@ -1081,18 +1149,22 @@ class Prepared:
         return "".join(out)
 
 
-def program_shape(steps: tuple[Step, ...]) -> tuple[tuple, tuple[str, ...]] | None:
+def program_shape(steps: tuple[Step, ...], schema: Schema) -> tuple[tuple, tuple[str, ...]] | None:
     """``(key, names)``: the program with its entity names abstracted, and the names.
 
     Everything the compiler's output depends on stays in the key: the operators and their
-    other arguments, each entity's class (it picks variable names), which entity arguments
+    other arguments, each entity's classes (they pick variable names), which entity arguments
     are the same entity (And of one entity twice, guard de-duplication) and the order of
-    the distinct names (Or of constants sorts them). ``None`` when a name is not a canonical
-    entity name: such programs are compiled directly (and usually refused).
+    the distinct names (Or of constants sorts them). ``None`` when an argument is not the
+    name of an entity of the schema written plainly in its entity namespace: such programs
+    are compiled directly.
     """
     names: list[str] = []
     index: dict[str, int] = {}
     key = []
+    types = schema.entity_types
+    iris = schema.entity_iris
+    namespace = schema.entity_namespace
     for step in steps:
         positions = _ENTITY_ARGS.get(step.op)
         if not positions:
@@ -1107,24 +1179,24 @@ def program_shape(steps: tuple[Step, ...]) -> tuple[tuple, tuple[str, ...]] | No
                 return None
             k = index.get(name)
             if k is None:
-                cls = entity_class(name)
-                if cls is None:
+                cls = types.get(name)
+                if cls is None or not _NAME.match(name) or iris[name] != namespace + name:
                     return None
                 k = index[name] = len(names)
                 names.append(name)
             else:
-                cls = None                      # the class is in the key at first appearance
+                cls = None                      # the classes are in the key at first appearance
             args[i] = (k, cls)
         key.append((step.op, tuple(args)))
     order = tuple(sorted(range(len(names)), key=names.__getitem__))
     return (tuple(key), order), tuple(names)
 
 
-def _cut(text: str, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+def _cut(text: str, names: tuple[str, ...], token: re.Pattern) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
     """Split ``text`` at every ``ske:<name>`` of a program entity (``None`` if a token is not one)."""
     slot_of = {name: k for k, name in enumerate(names)}
     pieces, slots, last = [], [], 0
-    for m in _ENTITY_TOKEN.finditer(text):
+    for m in token.finditer(text):
         k = slot_of.get(m.group(1))
         if k is None:
             return None
@@ -1135,79 +1207,119 @@ def _cut(text: str, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int,
     return tuple(pieces), tuple(slots)
 
 
-def _prepare(compiled: CompiledQuery, names: tuple[str, ...]):
-    """The reusable parts of ``compiled``: query and singleton-guard texts cut at the names."""
-    main = _cut(compiled.sparql, names)
-    if main is None:
-        return None
-    guards = []
-    for g in compiled.guards:
-        if isinstance(g, SingletonGuard):
-            cut = _cut(g.sparql, names)
-            if cut is None:
-                return None
-            guards.append(cut)
-        else:
-            guards.append(None)
-    return compiled, names, main, tuple(guards)
+class Compiler:
+    """Compiles programs for one KB's schema, remembering compiled queries and prepared shapes."""
+
+    CACHE_MAX = 65536        # bounded: shapes with numbers in them are unbounded
+
+    def __init__(self, schema: Schema):
+        self.schema = schema
+        prefix = schema.term(schema.entity_namespace + "x")[:-1]     # "ske:" (or "<" without a prefix)
+        self.entity_prefix = prefix if prefix.endswith(":") else None
+        self.token = re.compile(re.escape(prefix) + r"([A-Za-z0-9_]+)") if self.entity_prefix else None
+        self.prepared: dict[tuple, tuple] = {}
+        self.compiled: dict[tuple, CompiledQuery] = {}
+
+    def clear(self) -> None:
+        self.prepared.clear()
+        self.compiled.clear()
+
+    def compile(self, steps: tuple[Step, ...]) -> CompiledQuery:
+        found = self.compiled.get(steps)
+        if found is None:
+            token = _SCHEMA.set(self.schema)
+            try:
+                found = self._compile(steps)
+            finally:
+                _SCHEMA.reset(token)
+            if len(self.compiled) >= self.CACHE_MAX:
+                self.compiled.clear()
+            self.compiled[steps] = found
+        return found
+
+    def _compile(self, steps: tuple[Step, ...]) -> CompiledQuery:
+        shape = program_shape(steps, self.schema) if self.token is not None else None
+        if shape is not None:
+            key, names = shape
+            prototype = self.prepared.get(key)
+            if prototype is not None:
+                return self._instantiate(prototype, names)
+        compiler = _Compiler(steps, self.schema)
+        compiled = compiler.finish(compiler.run())
+        if shape is None:
+            return compiled
+        prototype = self._prepare(compiled, names)
+        if prototype is None:
+            return compiled
+        if len(self.prepared) >= self.CACHE_MAX:
+            self.prepared.clear()
+        self.prepared[key] = prototype
+        # The prototype program itself gets the same record its siblings get.
+        return self._instantiate(prototype, names)
+
+    def _prepare(self, compiled: CompiledQuery, names: tuple[str, ...]):
+        """The reusable parts of ``compiled``: query and singleton-guard texts cut at the names."""
+        main = _cut(compiled.sparql, names, self.token)
+        if main is None:
+            return None
+        guards = []
+        for g in compiled.guards:
+            if isinstance(g, SingletonGuard):
+                cut = _cut(g.sparql, names, self.token)
+                if cut is None:
+                    return None
+                guards.append(cut)
+            else:
+                guards.append(None)
+        return compiled, names, main, tuple(guards)
+
+    def _instantiate(self, prototype, names: tuple[str, ...]) -> CompiledQuery:
+        """The prototype's compiled query for another program of the same shape."""
+        compiled, old, (pieces, slots), guard_cuts = prototype
+        rename = dict(zip(old, names))
+        iris = self.schema.entity_iris
+        guards = []
+        for g, cut in zip(compiled.guards, guard_cuts):
+            if isinstance(g, EntityGuard):
+                new = rename[g.name]
+                guards.append(EntityGuard(g.step, new, iris[new]))
+            elif isinstance(g, AttributeGuard):
+                new = rename[g.name]
+                guards.append(AttributeGuard(g.step, new, g.attribute, iris[new], g.attribute_iri))
+            else:
+                guards.append(SingletonGuard(g.step, g.attribute, Prepared(cut[0], cut[1], names).text()))
+        check = compiled.check
+        if check is not None and check.entity is not None:
+            check = AttrCheck(check.step, check.attribute, check.member_variable, rename[check.entity])
+        prepared = Prepared(pieces, slots, names)
+        return CompiledQuery(prepared.text(), compiled.form, compiled.variable, tuple(guards), check,
+                             compiled.steps, prepared, compiled.labels)
 
 
-def _instantiate(prototype, names: tuple[str, ...]) -> CompiledQuery:
-    """The prototype's compiled query for another program of the same shape."""
-    compiled, old, (pieces, slots), guard_cuts = prototype
-    rename = dict(zip(old, names))
-    guards = []
-    for g, cut in zip(compiled.guards, guard_cuts):
-        if isinstance(g, EntityGuard):
-            guards.append(EntityGuard(g.step, rename[g.name]))
-        elif isinstance(g, AttributeGuard):
-            guards.append(AttributeGuard(g.step, rename[g.name], g.attribute))
-        else:
-            guards.append(SingletonGuard(g.step, g.attribute, Prepared(cut[0], cut[1], names).text()))
-    check = compiled.check
-    if check is not None and check.entity is not None:
-        check = AttrCheck(check.step, check.attribute, check.member_variable, rename[check.entity])
-    prepared = Prepared(pieces, slots, names)
-    return CompiledQuery(prepared.text(), compiled.form, compiled.variable, tuple(guards), check,
-                         compiled.steps, prepared)
+_COMPILERS: dict[int, Compiler] = {}
 
 
-_PREPARED: dict[tuple, tuple] = {}
-_PREPARED_MAX = 65536
-
-
-@lru_cache(maxsize=65536)
-def _compile_steps(steps: tuple[Step, ...]) -> CompiledQuery:
-    shape = program_shape(steps)
-    if shape is not None:
-        key, names = shape
-        prototype = _PREPARED.get(key)
-        if prototype is not None:
-            return _instantiate(prototype, names)
-    compiler = _Compiler(steps)
-    compiled = compiler.finish(compiler.run())
-    if shape is None:
-        return compiled
-    prototype = _prepare(compiled, names)
-    if prototype is None:
-        return compiled
-    if len(_PREPARED) >= _PREPARED_MAX:     # bounded: shapes with numbers in them are unbounded
-        _PREPARED.clear()
-    _PREPARED[key] = prototype
-    # The prototype program itself gets the same record its siblings get.
-    return _instantiate(prototype, names)
+def compiler_for(schema: Schema) -> Compiler:
+    """The (cached) :class:`Compiler` of a schema."""
+    found = _COMPILERS.get(id(schema))
+    if found is None or found.schema is not schema:
+        if len(_COMPILERS) > 64:
+            _COMPILERS.clear()
+        found = _COMPILERS[id(schema)] = Compiler(schema)
+    return found
 
 
 def clear_caches() -> None:
     """Forget compiled queries and prepared shapes (benchmarks measure cold compilation)."""
-    _compile_steps.cache_clear()
-    _PREPARED.clear()
+    for compiler in _COMPILERS.values():
+        compiler.clear()
 
 
-def compile_program(program: Program) -> CompiledQuery:
-    """Compile a program (or a program prefix: its top-of-stack value) to one SPARQL query.
+def compile_program(program: Program, schema: Schema) -> CompiledQuery:
+    """Compile a program (or a program prefix: its top-of-stack value) to one SPARQL query
+    for the KB ``schema`` describes.
 
-    Results are cached by the program's steps (equivalently, its canonical text).
+    Results are cached per schema by the program's steps (equivalently, its canonical text).
 
     :raises ProgramTypeError: for a program that breaks the stack discipline or names an
         unknown function, relation, attribute or comparator, or a malformed entity/number.
@@ -1217,12 +1329,12 @@ def compile_program(program: Program) -> CompiledQuery:
     except TypeError:                      # e.g. a list as an argument of a hand-built Step
         raise ProgramTypeError(f"program steps must hold text arguments: {program.steps!r}") from None
     try:
-        return _compile_steps(program.steps)
+        return compiler_for(schema).compile(program.steps)
     except ProgramError as exc:
         if exc.source is None:
             exc.source = program.source
         raise
 
 
-__all__ = ["compile_program", "CompiledQuery", "EntityGuard", "AttributeGuard", "SingletonGuard", "AttrCheck", "Guard",
-           "PREFIX_LINES", "Prepared", "clear_caches", "program_shape"]
+__all__ = ["compile_program", "Compiler", "compiler_for", "CompiledQuery", "EntityGuard", "AttributeGuard",
+           "SingletonGuard", "AttrCheck", "Guard", "Prepared", "clear_caches", "program_shape"]

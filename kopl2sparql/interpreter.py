@@ -3,18 +3,23 @@
 Semantics (DESIGN.md, shared with the SPARQL compiler and checked against it):
 
 - entity sets are sets of distinct entities; ``Count`` counts them;
-- ``QueryName`` renders a set as names sorted by entity id joined by ``|``;
-- ``QueryAttr`` needs a set of exactly one entity that has the attribute, anything else is
-  an :class:`ExecutionError` naming the step;
+- ``Find(x)`` is the entity named ``x``, else every entity labelled ``x``;
+- ``QueryName`` renders a set as labels (names where there is none) in entity-name order,
+  joined by ``|``;
+- ``QueryAttr`` needs a set of exactly one entity that has exactly one value of the
+  attribute, anything else is an :class:`ExecutionError` naming the step;
 - ``Argmax``/``Argmin`` skip members without the attribute, break ties towards the smallest
-  entity id, and map the empty set to the empty set;
+  entity name, and map the empty set to the empty set; a member with several values
+  competes with its largest (Argmax) or smallest (Argmin);
+- ``FilterNum`` keeps a member when one of its values satisfies the comparison;
 - ``VerifyRel(r, e)`` is ``yes`` when some member has an ``r`` edge to ``e``;
 - numbers compare exactly (``int`` and ``Decimal``, never floats);
 - ``Find`` (and ``VerifyRel``'s entity) of an entity the KB does not have is an
   :class:`ExecutionError`.
 
-Within one class, names sort in id order (ids are zero-padded), so "smallest id" is the
-smallest name; the SPARQL compiler orders by IRI, which is the same order.
+Entity names are the local names of their IRIs; the SPARQL compiler orders by IRI, which
+is the same order within one namespace (the SynKQA-Pro ids are zero-padded, so name order
+is id order).
 """
 
 from __future__ import annotations
@@ -27,9 +32,9 @@ from typing import Any
 
 from kopl2sparql.answer import Answer
 from kopl2sparql.errors import ExecutionError, ProgramTypeError, unknown_name_message
-from kopl2sparql.kbindex import EMPTY, KBIndex
+from kopl2sparql.kbindex import EMPTY, KBIndex, Multi
 from kopl2sparql.program import COMPARATORS, OPERATORS, Program, Step, ValueType
-from ontology import schema
+from ontology import Schema
 
 COMPARE = {">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
            "=": operator.eq, "!=": operator.ne}
@@ -50,7 +55,7 @@ def parse_number(text: str, step: int | None = None) -> Decimal:
 
 
 class Names(tuple):
-    """QueryName's value: entity names in id order (a distinct type so traces can tell it apart)."""
+    """QueryName's value: entity labels in name order (a distinct type so traces can tell it apart)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ def to_answer(value: Any) -> Answer:
         return _answer("entities", tuple(value))
     if kind is int:
         return _answer("number", (str(value),))    # already canonical; format_number costs µs
+    if kind is str:
+        return _answer("string", (value,))
     if isinstance(value, (frozenset, set)):
         return _answer("entities", tuple(sorted(value)))
     if isinstance(value, Names):
@@ -100,30 +107,35 @@ def to_answer(value: Any) -> Answer:
 
 
 VALUE_WORDS = {ValueType.ENTITIES: "an entity set", ValueType.NAMES: "entity names (QueryName's output)",
-               ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value"}
+               ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value",
+               ValueType.STRING: "a text value"}
 _ARITY = {name: len(op.args) for name, op in OPERATORS.items()}
 _KIND = {frozenset: ValueType.ENTITIES, Names: ValueType.NAMES, bool: ValueType.BOOL,
-         int: ValueType.NUMBER, Decimal: ValueType.NUMBER}
+         int: ValueType.NUMBER, Decimal: ValueType.NUMBER, str: ValueType.STRING}
 
 
 class Interpreter:
     """Evaluates programs on one KB index. Stateless between calls; safe to share.
 
     >>> from kopl2sparql.kbindex import KBIndex
-    >>> Interpreter(KBIndex.from_triples([])).run(Program.of(("Find", "Person_00001")))
+    >>> empty = Schema.from_rdf([])
+    >>> Interpreter(KBIndex.from_triples([], empty), empty).run(Program.of(("Find", "Person_00001")))
     Traceback (most recent call last):
     ...
     kopl2sparql.errors.ExecutionError: execution error at step 1: unknown entity 'Person_00001'
     """
 
-    def __init__(self, index: KBIndex):
+    def __init__(self, index: KBIndex, schema: Schema):
         self.index = index
-        self._classes = index.classes
+        self.schema = schema
+        self._types = index.types
         self._forward = index.forward
         self._inverse = index.inverse
         self._values = index.values
+        self._resolve = schema.resolve
+        self._labels = schema.entity_labels
         # Labels and altLabels, for "did you mean" (the index itself only knows names).
-        sch = schema()
+        sch = schema
         self._words = {table: {w: name for name, info in getattr(sch, table).items()
                                for w in (info.label, *info.alt_labels)}
                        for table in ("relations", "attributes")}
@@ -197,10 +209,15 @@ class Interpreter:
                                    span=step.span, step=i)
         return value
 
-    def _entity(self, name: str, i: int) -> str:
-        if name not in self._classes:
-            raise ExecutionError(f"unknown entity '{name}'", step=i)
-        return name
+    def _entities(self, text: str, i: int) -> frozenset:
+        """The entities ``text`` names (a name, else a label); unknown is an error."""
+        types = self._types
+        if text in types:
+            return frozenset((text,))
+        names = self._resolve(text)
+        if not names or any(n not in types for n in names):
+            raise ExecutionError(f"unknown entity '{text}'", step=i)
+        return frozenset(names)
 
     def _relation(self, step: Step, i: int, table: dict) -> dict:
         rel = step.args[0]
@@ -229,10 +246,7 @@ class Interpreter:
     # ---- operators ---------------------------------------------------------------------
 
     def _find(self, step, stack, i):
-        name = step.args[0]
-        if name not in self._classes:
-            raise ExecutionError(f"unknown entity '{name}'", step=i)
-        stack.append(frozenset((name,)))
+        stack.append(self._entities(step.args[0], i))
 
     def _relate(self, step, stack, i):
         adjacency = self._relation(step, i, self._forward)
@@ -243,7 +257,9 @@ class Interpreter:
         stack.append(_neighbours(adjacency, self._pop(stack, ValueType.ENTITIES, step, i)))
 
     def _query_name(self, step, stack, i):
-        stack.append(Names(sorted(self._pop(stack, ValueType.ENTITIES, step, i))))
+        labels = self._labels
+        members = sorted(self._pop(stack, ValueType.ENTITIES, step, i))
+        stack.append(Names([labels.get(m, m) for m in members] if labels else members))
 
     def _query_attr(self, step, stack, i):
         attr, values = self._attribute(step, i)
@@ -255,6 +271,8 @@ class Interpreter:
         value = values.get(entity)
         if value is None:
             raise ExecutionError(f"{entity} has no {attr}", step=i)
+        if type(value) is Multi:
+            raise ExecutionError(f"{entity} has {len(value)} values of {attr}", step=i)
         stack.append(value)
 
     def _count(self, step, stack, i):
@@ -280,6 +298,8 @@ class Interpreter:
             value = values.get(entity)
             if value is None:
                 continue
+            if type(value) is Multi:
+                value = value[-1] if largest else value[0]
             if (best is None or (value > best_value if largest else value < best_value)
                     or (value == best_value and entity < best)):
                 best, best_value = entity, value
@@ -302,9 +322,9 @@ class Interpreter:
 
     def _verify_rel(self, step, stack, i):
         adjacency = self._relation(step, i, self._forward)
-        target = self._entity(step.args[1], i)
+        targets = self._entities(step.args[1], i)
         members = self._pop(stack, ValueType.ENTITIES, step, i)
-        stack.append(any(target in adjacency.get(e, EMPTY) for e in members))
+        stack.append(any(not targets.isdisjoint(adjacency.get(e, EMPTY)) for e in members))
 
     def _filter_num(self, step, stack, i):
         _, values = self._attribute(step, i)
@@ -314,7 +334,12 @@ class Interpreter:
         kept = []
         for entity in members:
             value = values.get(entity)
-            if value is not None and fn(value, bound):
+            if value is None:
+                continue
+            if type(value) is Multi:
+                if any(fn(v, bound) for v in value):
+                    kept.append(entity)
+            elif fn(value, bound):
                 kept.append(entity)
         stack.append(frozenset(kept))
 

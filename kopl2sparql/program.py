@@ -16,7 +16,7 @@ from enum import Enum
 class ArgKind(str, Enum):
     """What a textual argument of a step names."""
 
-    ENTITY = "entity"          # canonical entity name, e.g. Person_00371
+    ENTITY = "entity"          # an entity's name (Person_00371) or label ("Ada Lovelace")
     RELATION = "relation"      # object property local name, e.g. born_in
     ATTRIBUTE = "attribute"    # datatype property local name, e.g. population
     COMPARATOR = "comparator"  # one of COMPARATORS
@@ -29,6 +29,7 @@ class ValueType(str, Enum):
     ENTITIES = "entities"  # a set of entities
     NAMES = "names"        # QueryName's rendering of a set (final answers)
     NUMBER = "number"
+    STRING = "string"      # a non-numeric attribute value (text, date, year), as written in the KB
     BOOL = "bool"
 
 
@@ -60,7 +61,8 @@ OPERATORS: dict[str, Operator] = dict([
     _op("Relate", [ArgKind.RELATION], [E], E, "union of outgoing relation neighbours"),
     _op("RelateInv", [ArgKind.RELATION], [E], E, "union of incoming relation neighbours"),
     _op("QueryName", [], [E], ValueType.NAMES, "names of the set, sorted by entity id, joined with |"),
-    _op("QueryAttr", [ArgKind.ATTRIBUTE], [E], N, "attribute value of a set of exactly one entity"),
+    _op("QueryAttr", [ArgKind.ATTRIBUTE], [E], N,
+        "attribute value of a set of exactly one entity (a number, or a string for text attributes)"),
     _op("Count", [], [E], N, "number of distinct entities"),
     _op("Compare", [ArgKind.COMPARATOR], [N, N], B, "left <op> right, yes/no"),
     _op("Argmax", [ArgKind.ATTRIBUTE], [E], E, "member with the largest value (ties: smallest id)"),

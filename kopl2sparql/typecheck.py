@@ -8,19 +8,23 @@ for entity sets the classes they can contain and a cardinality bound
 - unknown functions, wrong arity, malformed names/comparators/numbers (for programs built
   in Python rather than parsed; the parser already refuses these in text);
 - stack underflow, operands of the wrong type, values left over at the end;
-- relation and attribute names the ontology does not know, with a suggestion taken from
+- relation and attribute names the KB's schema does not know, with a suggestion taken from
   names, labels and altLabels ("unknown relation 'birthplace'; did you mean born_in?");
-- entity names without a known class prefix (``Person_``, ``City_``, ``Country_``, ``Org_``);
 - domain/range violations that make a result always empty or always undefined:
   ``Relate(located_in)`` on people, ``QueryAttr(population)`` on a country, ``And`` of
-  people and cities, ``VerifyRel(born_in, Org_001)``.
+  people and cities, ``VerifyRel(born_in, Org_001)``; numeric operators on text attributes.
 
-Cardinality (how many entities a set can hold, given the KB's SHACL invariants):
+Everything comes from the :class:`~ontology.Schema` passed in: an entity's classes are its
+``rdf:type`` s (an entity the schema does not know, or an untyped one, may be of any class:
+whether it exists is for the engines to say), and classes are compared through the
+``rdfs:subClassOf`` hierarchy (a set of people may hold students).
 
-- ``ONE``: exactly one. ``Find`` (existence of the entity is checked by the engines);
-  ``Relate`` of a ONE set along a relation (all four are ``owl:FunctionalProperty`` and
-  the shapes require exactly one value); ``Argmax``/``Argmin`` of a ONE set (every entity
-  has every attribute of its class).
+Cardinality (how many entities a set can hold, given what the schema says of the data):
+
+- ``ONE``: exactly one. ``Find`` of a name or of a label one entity has (existence is
+  checked by the engines); ``Relate`` of a ONE set along a functional relation every
+  member of its domain has; ``Argmax``/``Argmin`` of a ONE set on an attribute every
+  member of its domain has.
 - ``OPT``: zero or one. ``Argmax``/``Argmin`` of a larger set (empty in, empty out);
   ``And``/``Diff``/``FilterNum`` whose input is at most one.
 - ``MANY``: anything else (``RelateInv``, ``Or``, ...).
@@ -40,26 +44,10 @@ from typing import NamedTuple
 from kopl2sparql.errors import ProgramTypeError, did_you_mean, unknown_name_message
 from kopl2sparql.program import COMPARATORS, OPERATORS, ArgKind, Program, Step, ValueType
 
-__all__ = ["Cardinality", "Value", "StepType", "CheckedProgram", "check", "entity_class",
-           "ENTITY_PREFIXES"]
+__all__ = ["Cardinality", "Value", "StepType", "CheckedProgram", "check"]
 
-ENTITY_PREFIXES: dict[str, str] = {"Person": "Person", "City": "City", "Country": "Country",
-                                   "Org": "Organization"}
-"""Canonical entity-name prefix -> ontology class (``Org_0012`` is an Organization)."""
-
-_ENTITY = re.compile(r"([A-Za-z]+)_([0-9]+)", re.ASCII)
 _NAME = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)
-
-
-def entity_class(name: str) -> str | None:
-    """Ontology class of a canonical entity name, from its prefix; ``None`` if malformed.
-
-    >>> entity_class("Person_00371"), entity_class("Org_0012"), entity_class("Planet_1")
-    ('Person', 'Organization', None)
-    """
-    m = _ENTITY.fullmatch(name)
-    return ENTITY_PREFIXES.get(m.group(1)) if m else None
 
 
 class Cardinality(str, Enum):
@@ -87,7 +75,7 @@ class Value(NamedTuple):
 
     type: ValueType
     step: int
-    classes: frozenset[str] = frozenset()
+    classes: frozenset[str] | None = frozenset()     # None: any class (not known statically)
     cardinality: Cardinality | None = None
 
     def describe(self) -> str:
@@ -95,7 +83,8 @@ class Value(NamedTuple):
         if self.type in (ValueType.ENTITIES, ValueType.NAMES):
             what = "names of " if self.type is ValueType.NAMES else ""
             return f"{what}{_classes_text(self.classes)} entities"
-        return {ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value"}[self.type]
+        return {ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value",
+                ValueType.STRING: "a text value"}[self.type]
 
 
 class StepType(NamedTuple):
@@ -151,9 +140,10 @@ class CheckedProgram:
 
 
 _ANSWER_KIND = {ValueType.ENTITIES: "entities", ValueType.NAMES: "entities",
-                ValueType.NUMBER: "number", ValueType.BOOL: "bool"}
+                ValueType.NUMBER: "number", ValueType.BOOL: "bool", ValueType.STRING: "string"}
 _TYPE_WORD = {ValueType.ENTITIES: "an entity set", ValueType.NAMES: "an entity set",
-              ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value"}
+              ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value",
+              ValueType.STRING: "a text value"}
 _COUNT_WORD = {1: "one", 2: "two", 3: "three"}
 
 
@@ -161,7 +151,9 @@ def _a(noun: str) -> str:
     return f"{'an' if noun[:1] in 'AEIOU' else 'a'} {noun}"
 
 
-def _classes_text(classes: frozenset[str]) -> str:
+def _classes_text(classes: frozenset[str] | None) -> str:
+    if classes is None:
+        return "any"
     return "/".join(sorted(classes)) if classes else "no"
 
 
@@ -178,41 +170,31 @@ class _SchemaView:
                                for w in (info.label, *info.alt_labels)}
         self.attribute_words = {w: n for n, info in schema.attributes.items()
                                 for w in (info.label, *info.alt_labels)}
-        # Words that name a class, mapped to the entity prefix (``Company_12`` -> Org_12).
-        prefix_of = {cls: prefix for prefix, cls in ENTITY_PREFIXES.items()}
-        self.prefix_words = {}
-        for cls, info in schema.classes.items():
-            if cls in prefix_of:
-                for word in (cls, info.label, *info.alt_labels):
-                    self.prefix_words.setdefault(word, prefix_of[cls])
         # (op, args) pairs already found well-formed and known: checking a program again
         # (EV-TC checks thousands of candidates sharing the same steps) skips the work.
         self.good_args: set[tuple[str, tuple]] = set()
 
 
 _VIEWS: dict[int, _SchemaView] = {}
-_DEFAULT_VIEW: _SchemaView | None = None
 
 
 def _view(schema) -> _SchemaView:
     if schema is None:
-        global _DEFAULT_VIEW
-        if _DEFAULT_VIEW is None:
-            from ontology import schema as load_schema
-            _DEFAULT_VIEW = _view(load_schema())
-        return _DEFAULT_VIEW
+        raise TypeError("check() needs the KB's Schema (ontology.Schema), not None")
     view = _VIEWS.get(id(schema))
     if view is None or view.schema is not schema:
+        if len(_VIEWS) > 64:                  # schemas come and go in tests; keep a few
+            _VIEWS.clear()
         view = _VIEWS[id(schema)] = _SchemaView(schema)
     return view
 
 
 # ---- the checker ------------------------------------------------------------------------
 
-def check(program: Program | str, schema=None, allow_prefix: bool = False) -> CheckedProgram:
-    """Type-check a program (or parse and check a program text).
+def check(program: Program | str, schema, allow_prefix: bool = False) -> CheckedProgram:
+    """Type-check a program (or parse and check a program text) against a KB's schema.
 
-    ``schema`` is an :class:`ontology.Schema` (default: the shipped ontology). With
+    ``schema`` is the KB's :class:`ontology.Schema`. With
     ``allow_prefix`` the program may leave several values on the stack (or none, for the
     empty prefix), as program prefixes do when a trace is computed step by step.
 
@@ -301,20 +283,20 @@ class _Checker:
             elif kind is ArgKind.NUMBER:
                 if not _NUMBER.fullmatch(arg):
                     self.fail(f"{step.op}: expected a decimal number, got {arg!r}", index, slot)
-            elif not _NAME.fullmatch(arg):
-                self.fail(f"{step.op}: malformed {kind.value} name {arg!r} "
-                          "(names use letters, digits and _)", index, slot)
+            elif kind is ArgKind.ENTITY:
+                if not arg.strip() or arg != arg.strip() or any(c in arg for c in "\n\r\t"):
+                    self.fail(f"{step.op}: an entity is named by a non-empty name or label without "
+                              f"surrounding or control whitespace, got {arg!r}", index, slot)
             elif kind is ArgKind.RELATION:
                 self.known_relation(index, slot, step.op, arg)
             elif kind is ArgKind.ATTRIBUTE:
                 self.known_attribute(index, slot, step.op, arg)
-            elif kind is ArgKind.ENTITY:
-                self.entity(index, slot, arg)
 
     def known_relation(self, index: int, slot: int, op: str, name: str) -> None:
         view = self.view
         if name in view.relations:
             return
+        self.well_formed(index, slot, op, "relation", name)
         if name in view.attributes:
             self.fail(f"'{name}' is an attribute, not a relation; {op} takes a relation "
                       f"({', '.join(sorted(view.relations))})", index, slot)
@@ -325,24 +307,31 @@ class _Checker:
         view = self.view
         if name in view.attributes:
             return
+        self.well_formed(index, slot, op, "attribute", name)
         if name in view.relations:
             self.fail(f"'{name}' is a relation, not an attribute; {op} takes an attribute "
                       f"({', '.join(sorted(view.attributes))})", index, slot)
         self.fail(unknown_name_message("attribute", name, view.attributes, view.attribute_words),
                   index, slot)
 
-    def entity(self, index: int, slot: int, name: str) -> str:
-        cls = entity_class(name)
-        if cls is not None:
-            return cls
-        m = re.fullmatch(r"([A-Za-z]+)_?([0-9]*)", name)
-        known = ", ".join(f"{p}_" for p in ENTITY_PREFIXES)
-        if m and m.group(2):
-            guess = did_you_mean(m.group(1), ENTITY_PREFIXES, self.view.prefix_words)
-            if guess is not None:
-                self.fail(f"unknown entity '{name}'; did you mean {guess}_{m.group(2)}?", index, slot)
-        self.fail(f"malformed entity name '{name}': expected a class prefix ({known}) "
-                  "followed by digits, e.g. Person_00371", index, slot)
+    def well_formed(self, index: int, slot: int, op: str, kind: str, name: str) -> None:
+        if not _NAME.fullmatch(name):
+            self.fail(f"{op}: malformed {kind} name {name!r} (names use letters, digits and _)",
+                      index, slot)
+
+    def entity_classes(self, text: str) -> tuple[frozenset[str] | None, int]:
+        """Classes of the entities ``text`` names (None: any) and how many it names."""
+        schema = self.view.schema
+        names = schema.resolve(text)
+        if not names:
+            return None, 1             # unknown here: the engines report it at run time
+        classes: set[str] = set()
+        for name in names:
+            found = schema.entity_classes(name)
+            if found is None:
+                return None, len(names)
+            classes |= found
+        return frozenset(classes), len(names)
 
     # -- stack errors
     def underflow(self, index: int, step: Step, op, stack: list[Value]) -> None:
@@ -381,22 +370,34 @@ class _Checker:
         return rule(self, index, step, inputs)
 
     def rule_find(self, index, step, inputs):
-        return Value(ValueType.ENTITIES, index, frozenset((entity_class(step.args[0]),)), ONE)
+        classes, count = self.entity_classes(step.args[0])
+        return Value(ValueType.ENTITIES, index, classes, ONE if count == 1 else MANY)
 
     def rule_relate(self, index, step, inputs):
         op = step.op
+        schema = self.view.schema
         rel = self.view.relations[step.args[0]]
         source, target = (rel.domain, rel.range) if op == "Relate" else (rel.range, rel.domain)
         operand = inputs[0]
-        if source not in operand.classes:
+        if not schema.overlaps(operand.classes, source):
             self.fail(f"{op}({rel.name}) needs {source} entities ({rel.name}: {rel.domain} -> "
                       f"{rel.range}), but step {operand.step + 1} gives {operand.describe()}: "
                       "the result is always empty", index, 0)
-        if op == "Relate" and rel.functional and operand.classes == {source}:
-            card = operand.cardinality  # exactly one neighbour each: ONE stays ONE
+        if op == "Relate" and rel.functional and self.within(operand.classes, source):
+            # One neighbour each when every member of the domain has exactly one.
+            card = operand.cardinality if rel.total else (OPT if operand.cardinality.at_most_one else MANY)
         else:
             card = MANY
-        return Value(ValueType.ENTITIES, index, frozenset((target,)), card)
+        return Value(ValueType.ENTITIES, index, None if target is None else frozenset((target,)), card)
+
+    def within(self, classes: frozenset[str] | None, cls: str | None) -> bool:
+        """Is every member of a set of ``classes`` an instance of ``cls``?"""
+        if cls is None:
+            return True
+        if not classes:
+            return False
+        schema = self.view.schema
+        return all(cls in schema.ancestors(c) for c in classes)
 
     def rule_query_name(self, index, step, inputs):
         operand = inputs[0]
@@ -404,7 +405,8 @@ class _Checker:
 
     def rule_query_attr(self, index, step, inputs):
         self.attribute_applies(index, step, inputs[0], "the value is undefined")
-        return Value(ValueType.NUMBER, index)
+        attr = self.view.attributes[step.args[0]]
+        return Value(ValueType.NUMBER if attr.numeric else ValueType.STRING, index)
 
     def rule_count(self, index, step, inputs):
         return Value(ValueType.NUMBER, index)
@@ -414,22 +416,29 @@ class _Checker:
 
     def rule_select(self, index, step, inputs):
         operand = inputs[0]
-        domain = self.attribute_applies(index, step, operand, "the result is always empty")
-        # Every entity has every attribute of its class, so a ONE input keeps its member.
-        card = ONE if operand.cardinality is ONE and operand.classes == {domain} else OPT
-        return Value(ValueType.ENTITIES, index, frozenset((domain,)), card)
+        domain = self.attribute_applies(index, step, operand, "the result is always empty", numeric=True)
+        attr = self.view.attributes[step.args[0]]
+        # A ONE input keeps its member when every entity of the domain has the value.
+        card = ONE if operand.cardinality is ONE and attr.total and self.within(operand.classes, domain) else OPT
+        return Value(ValueType.ENTITIES, index, self.narrow(operand.classes, domain), card)
 
     def rule_filter_num(self, index, step, inputs):
         operand = inputs[0]
-        domain = self.attribute_applies(index, step, operand, "the result is always empty")
+        domain = self.attribute_applies(index, step, operand, "the result is always empty", numeric=True)
         card = OPT if operand.cardinality.at_most_one else MANY
-        return Value(ValueType.ENTITIES, index, frozenset((domain,)), card)
+        return Value(ValueType.ENTITIES, index, self.narrow(operand.classes, domain), card)
+
+    def narrow(self, classes: frozenset[str] | None, cls: str | None) -> frozenset[str] | None:
+        """Classes of the members of a set of ``classes`` that are instances of ``cls``."""
+        if cls is None:
+            return classes
+        return self.view.schema.common(classes, frozenset((cls,)))
 
     def rule_and_diff(self, index, step, inputs):
         op = step.op
         left, right = inputs
-        common = left.classes & right.classes
-        if not common:
+        common = self.view.schema.common(left.classes, right.classes)
+        if common is not None and not common:
             outcome = ("the intersection is always empty" if op == "And" else
                        "nothing is ever removed, the result is always the first set")
             self.fail(f"{op} of {left.describe()} (step {left.step + 1}) and "
@@ -442,24 +451,31 @@ class _Checker:
 
     def rule_or(self, index, step, inputs):
         left, right = inputs
-        return Value(ValueType.ENTITIES, index, left.classes | right.classes, MANY)
+        classes = None if left.classes is None or right.classes is None else left.classes | right.classes
+        return Value(ValueType.ENTITIES, index, classes, MANY)
 
     def rule_verify_rel(self, index, step, inputs):
+        schema = self.view.schema
         rel = self.view.relations[step.args[0]]
         operand = inputs[0]
-        if rel.domain not in operand.classes:
+        if not schema.overlaps(operand.classes, rel.domain):
             self.fail(f"VerifyRel({rel.name}, ...) needs {rel.domain} entities "
                       f"({rel.name}: {rel.domain} -> {rel.range}), but step {operand.step + 1} "
                       f"gives {operand.describe()}: the answer is always no", index, 0)
-        target = entity_class(step.args[1])
-        if target != rel.range:
+        target, _ = self.entity_classes(step.args[1])
+        if not schema.overlaps(target, rel.range):
             self.fail(f"VerifyRel({rel.name}, {step.args[1]}): {rel.name} points to "
-                      f"{_a(rel.range)}, not {_a(target)}: the answer is always no", index, 1)
+                      f"{_a(rel.range)}, not {_a(_classes_text(target))}: the answer is always no",
+                      index, 1)
         return Value(ValueType.BOOL, index)
 
-    def attribute_applies(self, index: int, step: Step, operand: Value, outcome: str) -> str:
+    def attribute_applies(self, index: int, step: Step, operand: Value, outcome: str,
+                          numeric: bool = False) -> str | None:
         attr = self.view.attributes[step.args[0]]
-        if attr.domain not in operand.classes:
+        if numeric and not attr.numeric:
+            self.fail(f"{step.op}({attr.name}) needs a numeric attribute, but {attr.name} holds "
+                      f"{attr.value_type} values", index, 0)
+        if not self.view.schema.overlaps(operand.classes, attr.domain):
             self.fail(f"{step.op}({attr.name}) needs {attr.domain} entities ({attr.name} is an "
                       f"attribute of {attr.domain}), but step {operand.step + 1} gives "
                       f"{operand.describe()}: {outcome}", index, 0)

@@ -141,8 +141,8 @@ def type_lexicon(schema=None) -> dict[tuple[str, ...], frozenset[str]]:
     """Head-noun phrases (singular, lower case) -> the answer types they ask for, from the
     ontology's labels and altLabels plus the few number words English has (number, year)."""
     if schema is None:
-        from ontology import schema as load_schema
-        schema = load_schema()
+        from parsers.base import default_schema
+        schema = default_schema()
     lexicon: dict[tuple[str, ...], set[str]] = {}
 
     def add(words: str, types) -> None:
@@ -328,8 +328,8 @@ def program_answer_type(checked, schema=None) -> str:
         last = checked.program.steps[result.step]
         if last.op == "QueryAttr":
             if schema is None:
-                from ontology import schema as load_schema
-                schema = load_schema()
+                from parsers.base import default_schema
+                schema = default_schema()
             return YEAR if _is_year_attribute(schema.attributes[last.args[0]]) else QUANTITY
         return COUNT
     classes = sorted(result.classes)
@@ -342,7 +342,8 @@ def answer_type_of(program: Program | str) -> str:
     :raises ProgramError: for a text that does not parse or a program that is ill-typed.
     """
     from kopl2sparql.typecheck import check
-    return program_answer_type(check(program))
+    from parsers.base import default_schema
+    return program_answer_type(check(program, default_schema()))
 
 
 def compatible(expected: ExpectedType, actual: str) -> bool | None:

@@ -173,6 +173,20 @@ class ProgramRunner:
         return Execution.of(answer)
 
 
+def default_schema():
+    """The schema parsers use when none is given: the SynKQA-Pro KB's (seed 42, scale 1),
+    built on first use. The parsers are written for that benchmark's vocabulary."""
+    from synkqa.world import kb_schema
+    return kb_schema(42, 1)
+
+
+def schema_of(runner_or_executor) -> object:
+    """The schema of the KB a runner's (or an executor's) programs run on."""
+    executor = getattr(runner_or_executor, "executor", runner_or_executor)
+    schema = getattr(executor, "schema", None)
+    return schema if schema is not None else default_schema()
+
+
 def as_runner(executor: Executor | ProgramRunner) -> ProgramRunner:
     """Accept either an executor or a ready runner (so callers can share one memo)."""
     return executor if isinstance(executor, ProgramRunner) else ProgramRunner(executor)

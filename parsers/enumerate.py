@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from kopl2sparql.program import Program, Step
-from kopl2sparql.typecheck import ENTITY_PREFIXES, CheckedProgram, check
+from kopl2sparql.typecheck import CheckedProgram, check
 from parsers.answer_type import program_answer_type
+from parsers.base import default_schema
+from synkqa.kbgen import class_of_name
 
 __all__ = ["link_entities", "Shape", "Candidate", "enumerate_programs", "shapes_for",
            "COMPARATORS_ENUMERATED", "MAX_HOPS"]
@@ -47,8 +49,6 @@ COMPARATORS_ENUMERATED = (">", "<", ">=", "<=", "=")
 """Comparators enumerated for Compare (``!=`` is left out: nobody asks "is X's population
 different from Y's" often enough to pay for the extra candidates)."""
 MAX_HOPS = 3
-
-_CLASS_PREFIX = {cls: prefix for prefix, cls in ENTITY_PREFIXES.items()}
 
 
 def link_entities(question: str) -> list[str]:
@@ -64,8 +64,10 @@ def link_entities(question: str) -> list[str]:
     return seen
 
 
-def _class_of(name: str) -> str:
-    return ENTITY_PREFIXES[name.split("_", 1)[0]]
+def _class_of(name: str, schema) -> str | None:
+    """The entity's class in the KB (its first, by name), else what its name says."""
+    classes = schema.entity_classes(name)
+    return min(classes) if classes else class_of_name(name)
 
 
 # ---- shapes: programs with entity slots, per class sequence ------------------------------------
@@ -181,9 +183,17 @@ def _pair(first: int, second: int, classes: tuple[str, ...], schema) -> list[lis
     return out
 
 
+def _representative(schema, cls: str, i: int) -> str:
+    """An entity of ``cls`` to type-check a shape with (the checker reads only its classes)."""
+    members = schema.members(cls)
+    if not members:
+        raise ValueError(f"the KB has no entity of class {cls}")
+    return members[min(i, len(members) - 1)]
+
+
 def _describe(template: str, classes: tuple[str, ...], schema) -> Shape:
     """Type-check a shape (slots filled with representative names) and read it."""
-    names = [f"{_CLASS_PREFIX[c]}_{i}" for i, c in enumerate(classes)]
+    names = [_representative(schema, c, i) for i, c in enumerate(classes)]
     program = Program(tuple(_step(s) for s in template.format(*names).split(";")))
     checked = check(program, schema)
     ops, relations, attributes = [], [], []
@@ -246,8 +256,7 @@ _SCHEMAS: dict[int, object] = {}
 def shapes_for(classes: tuple[str, ...], schema=None, max_hops: int = MAX_HOPS) -> tuple[Shape, ...]:
     """The type-checked shapes for entities of these classes (one or two), cached."""
     if schema is None:
-        from ontology import schema as load_schema
-        schema = load_schema()
+        schema = default_schema()
     _SCHEMAS.setdefault(id(schema), schema)
     return _shapes_cached(tuple(classes), max_hops, id(schema))
 
@@ -283,7 +292,7 @@ class Candidate:
     def sparql(self) -> str:
         """The program compiled to SPARQL (:func:`kopl2sparql.compiler.compile_program`)."""
         from kopl2sparql.compiler import compile_program
-        return compile_program(self.program).sparql
+        return compile_program(self.program, default_schema()).sparql
 
     def __str__(self) -> str:
         return self.text
@@ -299,7 +308,9 @@ def enumerate_programs(question_or_entities: str | list[str] | tuple[str, ...], 
     """
     entities = (link_entities(question_or_entities) if isinstance(question_or_entities, str)
                 else list(question_or_entities))
-    entities = [e for e in entities if e.split("_", 1)[0] in ENTITY_PREFIXES]
+    if schema is None:
+        schema = default_schema()
+    entities = [e for e in entities if _class_of(e, schema) is not None]
     n = len(entities)
     if n == 0:
         return []
@@ -312,7 +323,7 @@ def enumerate_programs(question_or_entities: str | list[str] | tuple[str, ...], 
     out = []
     for group in groups:
         coverage = len(group) / n
-        classes = tuple(_class_of(e) for e in group)
+        classes = tuple(_class_of(e, schema) for e in group)
         for shape in shapes_for(classes, schema, max_hops):
             out.append(Candidate(shape, group, coverage))
     return out

@@ -114,8 +114,8 @@ class SchemaLexicon:
 def lexicon(schema=None) -> SchemaLexicon:
     """The lexicon of ``schema`` (default: the shipped ontology), cached."""
     if schema is None:
-        from ontology import schema as load_schema
-        schema = load_schema()
+        from parsers.base import default_schema
+        schema = default_schema()
     return SchemaLexicon.from_schema(schema)
 
 

@@ -33,9 +33,9 @@ from functools import lru_cache
 from kopl2sparql.answer import Answer
 from kopl2sparql.errors import ExecutionError, ProgramError
 from kopl2sparql.program import ValueType
-from kopl2sparql.typecheck import check, entity_class
+from kopl2sparql.typecheck import check
 from parsers.answer_type import compatible, expected_type, program_answer_type
-from parsers.base import Execution, ProgramRunner, Query
+from parsers.base import Execution, ProgramRunner, Query, default_schema, schema_of
 from parsers.validators import (SELECTIONS, VALIDATORS, AllOf, NonEmptyValidator, OptionSetValidator,
                                 Trial, Verdict)
 
@@ -65,7 +65,7 @@ class ScoredVerdict(Verdict):
 @lru_cache(maxsize=50_000)
 def _checked(program: str):
     from kopl2sparql.syntax import parse
-    return check(parse(program))
+    return check(parse(program), default_schema())
 
 
 @lru_cache(maxsize=50_000)
@@ -135,6 +135,7 @@ class TraceValidator:
             checked = _checked(program)
         except ProgramError as exc:
             return ScoredVerdict(False, ILL_TYPED, detail=str(exc).splitlines()[0])
+        schema = schema_of(runner)
         try:
             values = _step_values(checked.program, execution, runner.executor)
         except ExecutionError as exc:
@@ -162,8 +163,9 @@ class TraceValidator:
                     return ScoredVerdict(False, f"{TRACE_EMPTY}@{n}", step=n,
                                          detail=f"step {n} {st.step.text()} gave no entity")
                 for name in answer.values:
-                    cls = entity_class(name)
-                    if cls not in want.classes:
+                    classes = schema.entity_classes(name)
+                    cls = min(classes) if classes else None
+                    if want.classes is not None and not (classes and classes & want.classes):
                         return ScoredVerdict(False, f"{TRACE_ILL_TYPED}@{n}", step=n,
                                              detail=f"step {n} gave {name} ({cls}), expected "
                                                     f"{'/'.join(sorted(want.classes))}")
@@ -196,6 +198,7 @@ def _step_values(program, execution: Execution, executor) -> list[Answer] | None
         trace = getattr(executor, "trace", None)
         return None if trace is None else [t.value for t in trace(program)]
     from kopl2sparql.compiler import compile_program
+    schema = schema_of(executor)
     values: list[Answer] = []
     for n, step in enumerate(steps, start=1):
         if n == len(steps) and execution.answer is not None:
@@ -206,7 +209,7 @@ def _step_values(program, execution: Execution, executor) -> list[Answer] | None
             values.append(values[-1])
         else:
             try:
-                values.append(run_compiled(compile_program(program.prefix(n))))
+                values.append(run_compiled(compile_program(program.prefix(n), schema)))
             except ExecutionError as exc:
                 exc.trace = values
                 raise

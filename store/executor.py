@@ -5,9 +5,9 @@ values) and raises the same errors: :class:`ProgramError` for programs that are 
 typed, :class:`ExecutionError` for well-typed programs the KB cannot answer (unknown
 entity, ``QueryAttr`` on anything but one entity having the attribute).
 
->>> ex = get_executor("native")                      # doctest: +SKIP
->>> ex.execute(parse("Find(Person_00371);Relate(born_in);QueryName()")).canonical()  # doctest: +SKIP
-'City_0736'
+Executors are built for one KB: its :class:`~ontology.Schema` and its data (an index, a
+store or an endpoint). ``synkqa.executors.get_executor`` builds them for the SynKQA-Pro KB
+or any Turtle file.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import pyoxigraph as ox
 
 from kopl2sparql.answer import Answer
 from kopl2sparql.compiler import (AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program,
-                                  program_shape)
-from kopl2sparql.errors import (ConfigError, EngineDisagreement, ExecutionError, ProgramError,
-                                StoreError, unknown_name_message)
+                                  compiler_for, program_shape)
+from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, StoreError
 from kopl2sparql.interpreter import Interpreter, TraceStep
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.program import Program
 from kopl2sparql.typecheck import check
-from ontology import ENTITY_NS, NS, RDF_TYPE
+from ontology import RDF_TYPE, Schema
 from store.oxigraph import OxigraphStore
 from store.results import SelectResult, term_value
 
@@ -60,30 +59,36 @@ class Executor(Protocol):
 
 # ---- type checking before execution ------------------------------------------------------
 
-_checked_ok: set = set()   # shapes (compiler.program_shape) of programs that passed the checker
+_checked_ok: dict[int, tuple[Schema, set]] = {}   # per schema: shapes that passed the checker
 
 
-def typecheck(program: Program) -> None:
+def typecheck(program: Program, schema: Schema) -> None:
     """Run the type checker (``kopl2sparql.typecheck.check``) on ``program``.
 
-    The checker reads an entity name only through its class, so programs of one shape (a
+    The checker reads an entity name only through its classes, so programs of one shape (a
     template with other slot fillings) pass or fail together: one check serves them all.
 
     :raises ProgramError: for an ill-typed program.
     """
     try:
-        shape = program_shape(program.steps)
+        shape = program_shape(program.steps, schema)
     except TypeError:                        # unhashable arguments: the checker says why
         shape = None
     key = shape[0] if shape is not None else None
-    if key is not None and key in _checked_ok:
+    entry = _checked_ok.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        if len(_checked_ok) > 64:
+            _checked_ok.clear()
+        entry = _checked_ok[id(schema)] = (schema, set())
+    passed = entry[1]
+    if key is not None and key in passed:
         return
-    check(program)
+    check(program, schema)
     if key is None:
         return
-    if len(_checked_ok) > 200_000:           # bound the memory of a long-running process
-        _checked_ok.clear()
-    _checked_ok.add(key)
+    if len(passed) > 200_000:                # bound the memory of a long-running process
+        passed.clear()
+    passed.add(key)
 
 
 def clear_typecheck_cache() -> None:
@@ -96,20 +101,21 @@ class NativeExecutor:
 
     name = "native"
 
-    def __init__(self, index: KBIndex):
+    def __init__(self, index: KBIndex, schema: Schema):
         self.index = index
-        self.interpreter = Interpreter(index)
+        self.schema = schema
+        self.interpreter = Interpreter(index, schema)
 
     def fresh(self) -> "NativeExecutor":
         """A new executor over the same KB with nothing remembered (for timed runs)."""
-        return NativeExecutor(self.index)
+        return NativeExecutor(self.index, self.schema)
 
     def execute(self, program: Program) -> Answer:
-        typecheck(program)
+        typecheck(program, self.schema)
         return self.interpreter.run(program)
 
     def trace(self, program: Program) -> list[TraceStep]:
-        typecheck(program)
+        typecheck(program, self.schema)
         return self.interpreter.trace(program)
 
     def execute_many(self, programs: Sequence[Program], *, workers: int = 1) -> list[Outcome]:
@@ -182,10 +188,12 @@ class SparqlExecutor:
     read-only: once its entities are known a template program costs one query.
     """
 
-    def __init__(self, store, name: str = "oxigraph"):
+    def __init__(self, store, schema: Schema, name: str = "oxigraph"):
         self.store = store
+        self.schema = schema
         self.name = name
-        self._known: set[tuple[str, str]] = set()     # (entity name, property IRI) found
+        self._known: set[tuple[str, str]] = set()     # (entity IRI, property IRI) found
+        self._compiler = compiler_for(schema)
         # An in-process pyoxigraph store is queried directly: the compiler only emits
         # read-only SELECT/ASK text, so OxigraphStore.query's update screening and row
         # limits are not needed, and a fact is one triple-index lookup instead of a query.
@@ -194,18 +202,22 @@ class SparqlExecutor:
 
     def fresh(self) -> "SparqlExecutor":
         """A new executor over the same store with no remembered facts or batch plans."""
-        return SparqlExecutor(self.store, name=self.name)
+        return SparqlExecutor(self.store, self.schema, name=self.name)
+
+    def compile(self, program: Program) -> CompiledQuery:
+        """The program's query for this executor's KB."""
+        return compile_program(program, self.schema)
 
     def execute(self, program: Program) -> Answer:
-        typecheck(program)
-        return self.run_compiled(compile_program(program))
+        typecheck(program, self.schema)
+        return self.run_compiled(compile_program(program, self.schema))
 
     def trace(self, program: Program) -> list[TraceStep]:
-        typecheck(program)
+        typecheck(program, self.schema)
         steps: list[TraceStep] = []
         try:
             for n, step in enumerate(program.steps, 1):
-                value = self.run_compiled(compile_program(program.prefix(n)))
+                value = self.run_compiled(compile_program(program.prefix(n), self.schema))
                 steps.append(TraceStep(n, step.text(), value))
         except ExecutionError as exc:
             exc.trace = steps
@@ -224,12 +236,10 @@ class SparqlExecutor:
                 if missing is not None and guard.step >= missing.step:
                     break
                 self._check_singleton(guard)
-        if isinstance(missing, EntityGuard):
-            raise ExecutionError(f"unknown entity '{missing.name}'", step=missing.step)
-        if isinstance(missing, AttributeGuard):
-            raise ExecutionError(f"{missing.name} has no {missing.attribute}", step=missing.step)
+        if missing is not None:
+            raise _fact_error(missing)
         result = self._query(compiled.sparql)
-        return decode(compiled, result)
+        return decode(compiled, result, self.schema)
 
     def _query(self, sparql: str):
         raw = self._raw
@@ -245,35 +255,36 @@ class SparqlExecutor:
             raise StoreError(f"query failed: {exc}") from None
 
     def _facts_found(self, facts) -> set[tuple[str, str]]:
-        """Which (entity name, property IRI) facts hold: one query (or index lookups) for all."""
-        facts = list(facts)
+        """Which (entity IRI, property IRI) facts hold: one query (or index lookups) for all.
+
+        A fact about an entity the KB cannot name (IRI ``None``) never holds.
+        """
+        facts = [f for f in facts if f[0] is not None]
         if not facts:
             return set()
         raw = self._raw
         if raw is not None:
             graph = ox.DefaultGraph()
-            return {(name, prop) for name, prop in facts
-                    if next(iter(raw.quads_for_pattern(ox.NamedNode(ENTITY_NS + name), ox.NamedNode(prop),
+            return {(iri, prop) for iri, prop in facts
+                    if next(iter(raw.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(prop),
                                                        None, graph)), None) is not None}
         found: set[tuple[str, str]] = set()
         for start in range(0, len(facts), FACTS_PER_QUERY):
-            # Names were validated by the compiler ([A-Za-z0-9_]+), so they are safe here.
-            rows = " ".join(f"(<{ENTITY_NS}{name}> <{prop}>)" for name, prop in facts[start:start + FACTS_PER_QUERY])
+            # IRIs come from the schema (parsed RDF) or a name the compiler found plain
+            # ([A-Za-z0-9_]+) in the entity namespace, so they are safe between < and >.
+            rows = " ".join(f"(<{iri}> <{prop}>)" for iri, prop in facts[start:start + FACTS_PER_QUERY])
             result = self.store.query("SELECT DISTINCT ?entity ?property WHERE {\n"
                                       f"  VALUES (?entity ?property) {{ {rows} }}\n"
                                       "  ?entity ?property ?value .\n}")
-            found |= {(_entity_name(e), p) for e, p in _select(result).rows}
+            found |= {(str(e), p) for e, p in _select(result).rows}
         return found
 
     def _missing_fact(self, compiled: CompiledQuery) -> EntityGuard | AttributeGuard | None:
         """The first entity or attribute guard that fails (one query for all unknown facts)."""
         pending = {}
         for g in compiled.guards:
-            if isinstance(g, EntityGuard):
-                fact = (g.name, RDF_TYPE)
-            elif isinstance(g, AttributeGuard):
-                fact = (g.name, NS + g.attribute)
-            else:
+            fact = _fact(g)
+            if fact is None:
                 continue
             if fact not in self._known:
                 pending.setdefault(fact, g)
@@ -301,8 +312,8 @@ class SparqlExecutor:
         compiled: list[tuple[int, CompiledQuery]] = []
         for i, program in enumerate(programs):
             try:
-                typecheck(program)
-                compiled.append((i, compile_program(program)))
+                typecheck(program, self.schema)
+                compiled.append((i, compile_program(program, self.schema)))
             except ProgramError as exc:
                 outcomes[i] = exc
         # Every fact any program needs, known or not, in one go.
@@ -327,7 +338,7 @@ class SparqlExecutor:
 
         def run_job(job):
             plan, members = job
-            return members, plan.run(self._query, members)
+            return members, plan.run(self._query, members, self.schema)
 
         def run_single(item):
             i, c = item
@@ -353,7 +364,7 @@ class SparqlExecutor:
         try:
             return self._batch_plans[key]
         except KeyError:
-            plan = self._batch_plans[key] = _BatchPlan.make(key, compiled)
+            plan = self._batch_plans[key] = _BatchPlan.make(key, compiled, self._compiler.entity_prefix)
             return plan
 
     def _check_singleton(self, guard: SingletonGuard) -> None:
@@ -365,14 +376,15 @@ class SparqlExecutor:
             raise ExecutionError(f"QueryAttr({guard.attribute}) needs exactly one entity, got {got}",
                                  step=guard.step)
         if values == 0:
-            raise ExecutionError(f"{_entity_name(row['member'])} has no {guard.attribute}", step=guard.step)
+            raise ExecutionError(f"{self.schema.entity_name(row['member'])} has no {guard.attribute}",
+                                 step=guard.step)
 
 
-def _fact(guard) -> tuple[str, str] | None:
+def _fact(guard) -> tuple[str | None, str] | None:
     if isinstance(guard, EntityGuard):
-        return guard.name, RDF_TYPE
+        return guard.iri, RDF_TYPE
     if isinstance(guard, AttributeGuard):
-        return guard.name, NS + guard.attribute
+        return guard.iri, guard.attribute_iri
     return None
 
 
@@ -402,17 +414,19 @@ class _BatchPlan:
     """
 
     def __init__(self, key: tuple, head: str, keys: tuple[int, ...], form: str, aggregate: bool,
-                 tail: str):
+                 tail: str, prefix: str):
         self.key, self.head, self.keys, self.form, self.aggregate, self.tail = key, head, keys, form, aggregate, tail
+        self.prefix = prefix
 
     @classmethod
-    def make(cls, key: tuple, compiled: CompiledQuery) -> "_BatchPlan | None":
-        if any(isinstance(g, SingletonGuard) for g in compiled.guards):
+    def make(cls, key: tuple, compiled: CompiledQuery, prefix: str | None) -> "_BatchPlan | None":
+        """``prefix`` is how the compiler wrote entities (``ske:``); ``None``: no batching."""
+        if prefix is None or any(isinstance(g, SingletonGuard) for g in compiled.guards):
             return None
         prepared = compiled.prepared
         keys = tuple(sorted(set(prepared.slots)))
         text = prepared.text(tuple(f"\x00{k}" for k in range(len(prepared.names))))
-        text = text.replace("ske:\x00", "?_k")
+        text = text.replace(prefix + "\x00", "?_k")
         lines = text.split("\n")
         if (text.count("SELECT") + text.count("ASK") != 1 or "LIMIT" in text or "ORDER BY" in text
                 or any("VALUES" in line and "?_k" in line for line in lines)):
@@ -439,7 +453,7 @@ class _BatchPlan:
         after = "\n".join(lines[n + 1:]).rstrip("\n")
         tail = after + (f"\nGROUP BY {variables}\n" if aggregate else "\n")
         return cls(key, before + f"\n  VALUES ({variables}) {{ ", keys, compiled.form, aggregate,
-                   " }\n" + tail)
+                   " }\n" + tail, prefix)
 
     @staticmethod
     def _keys_in_scope(lines: list[str]) -> bool:
@@ -466,16 +480,18 @@ class _BatchPlan:
                     stack.pop()
         return True
 
-    def run(self, query, members: list[tuple[int, CompiledQuery]]) -> list[Outcome]:
+    def run(self, query, members: list[tuple[int, CompiledQuery]], schema: Schema) -> list[Outcome]:
         """Query once for ``members`` (index, compiled) and decode each program's rows."""
         keys = self.keys
+        prefix = self.prefix
         rows = {tuple(c.prepared.names[k] for k in keys): None for _, c in members}
-        data = " ".join("(" + " ".join("ske:" + name for name in row) + ")" for row in rows)
+        data = " ".join("(" + " ".join(prefix + name for name in row) + ")" for row in rows)
         result = _select(query(self.head + data + self.tail))
         width = len(keys)
         split: dict[tuple, list[tuple]] = {}
+        name_of = schema.entity_name
         for row in result.rows:
-            split.setdefault(tuple(_entity_name(v) for v in row[:width]), []).append(row[width:])
+            split.setdefault(tuple(name_of(v) for v in row[:width]), []).append(row[width:])
         variables = result.variables[width:]
         outcomes: list[Outcome] = []
         for _, c in members:
@@ -486,7 +502,7 @@ class _BatchPlan:
                 value = SelectResult(variables, own or [(0,)])
             else:
                 value = SelectResult(variables, own)
-            outcomes.append(_outcome_of(lambda v: decode(c, v), value))
+            outcomes.append(_outcome_of(lambda v: decode(c, v, schema), value))
         return outcomes
 
 
@@ -496,13 +512,9 @@ def _select(result) -> SelectResult:
     return result
 
 
-def _entity_name(iri) -> str:
-    text = str(iri)
-    return text[len(ENTITY_NS):] if text.startswith(ENTITY_NS) else text
-
-
-def decode(compiled: CompiledQuery, result) -> Answer:
-    """Turn a query result into an :class:`Answer` following ``compiled.form``.
+def decode(compiled: CompiledQuery, result, schema: Schema) -> Answer:
+    """Turn a query result into an :class:`Answer` following ``compiled.form``; entity IRIs
+    are named (or labelled, for ``QueryName``) through ``schema``.
 
     :raises ExecutionError: for a final QueryAttr whose operand is not one entity having
         the attribute (the same error the native engine raises).
@@ -513,7 +525,10 @@ def decode(compiled: CompiledQuery, result) -> Answer:
         return Answer.boolean(result)
     rows = _select(result)
     if compiled.form == "select-entities":
-        return Answer.entities(_entity_name(v) for v in rows.column(compiled.variable) if v is not None)
+        names = sorted({schema.entity_name(str(v)) for v in rows.column(compiled.variable) if v is not None})
+        if compiled.labels:
+            return Answer("entities", tuple(schema.label(n) for n in names))
+        return Answer("entities", tuple(names))
     values = rows.column(compiled.variable)
     check = compiled.check
     if check is None:                                   # COUNT: exactly one row
@@ -531,15 +546,22 @@ def decode(compiled: CompiledQuery, result) -> Answer:
             raise ExecutionError(f"QueryAttr({check.attribute}) needs exactly one entity, got {got}",
                                  step=check.step)
         ((member, found),) = members.items()
-        entity = _entity_name(member)
-        values = sorted(found)
+        entity = schema.entity_name(str(member))
+        values = sorted(found, key=str)
     else:
         entity = check.entity
     if not values:
         raise ExecutionError(f"{entity} has no {check.attribute}", step=check.step)
     if len(set(values)) > 1:
         raise ExecutionError(f"{entity} has {len(set(values))} values of {check.attribute}", step=check.step)
-    return Answer.number(values[0])
+    return _value_answer(values[0], schema.attributes.get(check.attribute))
+
+
+def _value_answer(value, attribute) -> Answer:
+    """An attribute value as an Answer: a number for numeric attributes, else the lexical form."""
+    if attribute is not None and not attribute.numeric:
+        return Answer.string(str(value))
+    return Answer.number(value)
 
 
 # ---- cross-check -----------------------------------------------------------------------------
@@ -585,12 +607,16 @@ class CrossCheckExecutor:
         """A new pair of fresh executors."""
         return CrossCheckExecutor(self.first.fresh(), self.second.fresh())
 
+    @property
+    def schema(self) -> Schema:
+        return self.first.schema
+
     def execute(self, program: Program) -> Answer:
-        typecheck(program)
+        typecheck(program, self.first.schema)
         return self._both(program, lambda ex: ex.execute(program))
 
     def trace(self, program: Program) -> list[TraceStep]:
-        typecheck(program)
+        typecheck(program, self.first.schema)
         return self._both(program, lambda ex: ex.trace(program))
 
     def _both(self, program: Program, call):
@@ -607,46 +633,5 @@ class CrossCheckExecutor:
         return a[1]
 
 
-# ---- choosing a backend ----------------------------------------------------------------------
-
-_EXECUTORS: dict[tuple, Executor] = {}
-
-
-def get_executor(backend: str = "native", seed: int = 42, scale: int = 1, *,
-                 cross_check: bool = False, progress: bool = False) -> Executor:
-    """The executor for ``backend`` (``native``, ``oxigraph`` or an ``http(s)://`` endpoint URL).
-
-    The KB for (seed, scale) is built on first use (``progress``: show progress bars on
-    stderr while building); executors are cached per process. With ``cross_check`` every
-    program also runs on the other engine (native against the backend, or native against
-    oxigraph when the backend is native) and any difference raises EngineDisagreement.
-
-    :raises ConfigError: for an unknown backend name.
-    """
-    key = (backend, seed, scale, cross_check)
-    executor = _EXECUTORS.get(key)
-    if executor is None:
-        executor = _EXECUTORS[key] = _build_executor(backend, seed, scale, cross_check, progress)
-    return executor
-
-
-def _build_executor(backend: str, seed: int, scale: int, cross_check: bool, progress: bool) -> Executor:
-    from synkqa.world import ensure_turtle, open_store
-
-    if cross_check:
-        other = "oxigraph" if backend == "native" else backend
-        return CrossCheckExecutor(get_executor("native", seed, scale, progress=progress),
-                                  get_executor(other, seed, scale, progress=progress))
-    if backend == "native":
-        return NativeExecutor(KBIndex.from_turtle(ensure_turtle(seed, scale, progress=progress)))
-    if backend == "oxigraph":
-        return SparqlExecutor(open_store(seed, scale, progress=progress), name="oxigraph")
-    if backend.startswith(("http://", "https://")):
-        from store.remote import EndpointStore       # the seam for remote endpoints, loaded lazily
-        return SparqlExecutor(EndpointStore(backend), name=backend)
-    raise ConfigError(unknown_name_message("backend", backend, BACKENDS)
-                      + " (or an http:// or https:// SPARQL endpoint URL)")
-
-
-__all__ = ["Executor", "NativeExecutor", "SparqlExecutor", "CrossCheckExecutor", "get_executor",
+__all__ = ["Executor", "NativeExecutor", "SparqlExecutor", "CrossCheckExecutor",
            "decode", "typecheck", "BACKENDS", "Outcome", "BATCH_SIZE"]

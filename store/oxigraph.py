@@ -280,10 +280,11 @@ class OxigraphStore:
             raise ReadOnlyError(f"store {self.path} was opened read-only")
 
     def load_turtle(self, path: Path | str, *, progress: Callable[[int, int], None] | None = None,
-                    sha256: str | None = None) -> LoadRecord:
+                    sha256: str | None = None, with_ontology: bool = True) -> LoadRecord:
         """Replace the store's content with the KB in the Turtle file ``path``.
 
-        The KB goes to the default graph, ``schema.ttl`` to the ontology graph, then the load
+        The KB goes to the default graph, ``schema.ttl`` to the ontology graph (unless
+        ``with_ontology`` is false: a KB of another schema carries its own), then the load
         record. ``progress(done_bytes, total_bytes)`` is called while the Turtle is read.
 
         :raises StoreError: for invalid Turtle (with its position) or a store failure.
@@ -302,8 +303,9 @@ class OxigraphStore:
                     self.raw.bulk_load(_ProgressReader(fh, lambda done: progress(done, total)),
                                        format=ox.RdfFormat.TURTLE)
             triples = len(self.raw)
-            self.raw.bulk_load(path=str(schema_path()), format=ox.RdfFormat.TURTLE,
-                               to_graph=ONTOLOGY_GRAPH)
+            if with_ontology:
+                self.raw.bulk_load(path=str(schema_path()), format=ox.RdfFormat.TURTLE,
+                                   to_graph=ONTOLOGY_GRAPH)
             record = LoadRecord(sha256, _ontology_sha256(), triples, path.name)
             subject = ox.NamedNode(RECORD_GRAPH.value)
             self.raw.extend([

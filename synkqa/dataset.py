@@ -55,7 +55,8 @@ from kopl2sparql.kqapro import to_kqapro
 from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
 from ontology import ENTITY_NS, NS, RDFS
-from store.executor import SparqlExecutor, get_executor, typecheck
+from store.executor import SparqlExecutor, typecheck
+from synkqa.executors import get_executor
 from synkqa import paths
 from synkqa.kbgen import NAME_PREFIX
 from synkqa.templates import Template, templates
@@ -325,7 +326,7 @@ class GoldEngines:
 
     def use_sparql_store(self, store) -> None:
         """Run the SPARQL side on another store (e.g. a modified copy of the KB)."""
-        self.sparql = SparqlExecutor(store, name="oxigraph")
+        self.sparql = SparqlExecutor(store, self.sparql.schema, name="oxigraph")
         self._answers.clear()
 
     def run(self, draft: Draft) -> tuple[list, str, Answer]:
@@ -335,7 +336,7 @@ class GoldEngines:
         """
         instance = self._instance(draft)
         program = instance.program()
-        compiled = compile_program(program)         # prepared per shape: the names substituted
+        compiled = compile_program(program, self.sparql.schema)   # prepared per shape: the names substituted
         answer = self._answers.get(draft.kopl)
         if answer is None:
             outcomes = []
@@ -363,7 +364,7 @@ class GoldEngines:
         values = tuple(v for _, v in draft.slots)
         if proto is None:
             program = parse(draft.kopl)
-            typecheck(program)
+            typecheck(program, self.sparql.schema)
             proto = _Prototype(values, program, to_kqapro(program))
             if len(set(values)) == len(values):
                 self._prototypes[draft.template.id] = proto

@@ -143,6 +143,15 @@ def _class_of(name: str) -> str:
     return _CLASS_OF_PREFIX[name.rsplit("_", 1)[0]]
 
 
+def class_of_name(name: str) -> str | None:
+    """Class of a SynKQA-Pro canonical entity name (``Org_0012`` -> ``Organization``), from
+    its prefix; ``None`` for anything else. The generator names entities this way; every
+    other layer reads classes from the KB's schema and uses this only for names that are
+    not in the KB (parsers linking a mention of a non-existent entity)."""
+    head, _, digits = name.rpartition("_")
+    return _CLASS_OF_PREFIX.get(head) if digits.isdigit() else None
+
+
 def _check_aligned(prop: str, rows: list, names: list[str]) -> None:
     # The zip in triples() relies on one row per entity in id order; a generator change
     # that broke it would silently shift values between entities.

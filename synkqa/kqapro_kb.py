@@ -38,7 +38,7 @@ import pyoxigraph as ox
 
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ConfigError
-from ontology import ENTITY_NS, NS, RDF_TYPE, RDFS, schema
+from ontology import ENTITY_NS, NS, RDF_TYPE, RDFS, Schema, schema_path
 
 _LABEL = RDFS + "label"
 
@@ -64,7 +64,7 @@ def kb_to_kqapro(turtle: Path | str, *, backward: bool = True) -> dict:
     turtle = Path(turtle)
     if not turtle.is_file():
         raise ConfigError(f"no such KB Turtle file: {turtle}")
-    tables = schema()
+    tables = Schema.from_turtle(schema_path())   # the SynKQA-Pro vocabulary
     classes = {NS + c: c for c in tables.classes}
     relations = {NS + r: r for r in tables.relations}
     attributes = {NS + a: a for a in tables.attributes}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kopl2sparql.errors import StoreError
 from store.oxigraph import OxigraphStore, StoreLocked, file_sha256
+from ontology import Schema, schema_path
 from synkqa import kbgen, paths
 
 
@@ -53,6 +54,19 @@ def ensure_turtle(seed: int = 42, scale: int = 1, progress: bool = False) -> Pat
     if not target.exists():
         write_kb(seed, scale, target, progress=progress)
     return target
+
+
+_SCHEMAS: dict[tuple[int, int], Schema] = {}
+
+
+def kb_schema(seed: int = 42, scale: int = 1, progress: bool = False) -> Schema:
+    """The schema of the SynKQA-Pro KB for (seed, scale): ``schema.ttl`` plus the data
+    (built on first use, then kept for the life of the process)."""
+    key = (seed, scale)
+    found = _SCHEMAS.get(key)
+    if found is None:
+        found = _SCHEMAS[key] = Schema.from_turtle(schema_path(), ensure_turtle(seed, scale, progress=progress))
+    return found
 
 
 def load_into(store: OxigraphStore, turtle: Path, progress: bool = False) -> bool:

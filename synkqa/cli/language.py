@@ -66,10 +66,15 @@ def read_program(text: str) -> Program:
     return parse(text)
 
 
-def _checked(text: str) -> Program:
+def _schema(kb: Optional[Path], seed: int = 42, scale: int = 1):
+    from synkqa.executors import schema_for
+    return schema_for(seed, scale, kb, progress=True)
+
+
+def _checked(text: str, schema) -> Program:
     from kopl2sparql.typecheck import check
     program = read_program(text)
-    check(program)
+    check(program, schema)
     return program
 
 
@@ -86,12 +91,16 @@ def compile_command(
     strict: bool = typer.Option(False, "--strict",
                                 help="With --format kqapro: refuse steps KQA Pro has no function for "
                                      "instead of writing SynKQA-Pro extension steps."),
+    kb: Optional[Path] = typer.Option(None, "--kb", dir_okay=False,
+                                      help="A Turtle KB of any schema to use instead of the SynKQA-Pro KB "
+                                           "(loaded into the embedded store; see docs/KB.md)."),
 ) -> None:
     """Type-check a program and print it as SPARQL, as KQA Pro JSON or in canonical form.
 
     Exit 1 (message on stderr, culprit underlined) if the program does not parse or check.
     """
-    parsed = _checked(program)
+    schema = _schema(kb)
+    parsed = _checked(program, schema)
     if output_format is OutputFormat.kopl:
         typer.echo(parsed.canonical())
     elif output_format is OutputFormat.kqapro:
@@ -99,7 +108,7 @@ def compile_command(
         print_json(to_kqapro(parsed, strict=strict))
     else:
         from kopl2sparql.compiler import compile_program
-        typer.echo(compile_program(parsed).sparql.rstrip("\n"))
+        typer.echo(compile_program(parsed, schema).sparql.rstrip("\n"))
 
 
 # ---- execute ------------------------------------------------------------------------------
@@ -135,11 +144,9 @@ def _trace_dict(step: Any) -> dict:
     return step.to_dict() if hasattr(step, "to_dict") else dict(step)
 
 
-def _make_executor(backend: str, cross_check: bool, seed: int, scale: int):
-    from store import executor as executors
-    if not cross_check:
-        return executors.get_executor(backend, seed=seed, scale=scale)
-    return executors.get_executor(backend, seed=seed, scale=scale, cross_check=True)
+def _make_executor(backend: str, cross_check: bool, seed: int, scale: int, kb: Optional[Path]):
+    from synkqa.executors import get_executor
+    return get_executor(backend, seed=seed, scale=scale, kb=kb, cross_check=cross_check, progress=True)
 
 
 def _check_backend(value: str) -> str:
@@ -167,8 +174,12 @@ def execute_command(
                                           "a disagreement is an error showing both answers."),
     seed: int = typer.Option(42, "--seed", help="Seed of the KB."),
     scale: int = typer.Option(1, "--scale", min=1, help="Scale of the KB (1 = the paper's 8,120 entities)."),
+    kb: Optional[Path] = typer.Option(None, "--kb", dir_okay=False,
+                                      help="A Turtle KB of any schema to use instead of the SynKQA-Pro KB "
+                                           "(loaded into the embedded store; see docs/KB.md)."),
 ) -> None:
-    """Type-check and run KoPL programs on the SynKQA-Pro KB (built on first use).
+    """Type-check and run KoPL programs on the SynKQA-Pro KB (built on first use) or on
+    any Turtle KB given with --kb.
 
     Exit 0 when every program ran, 1 when any failed (each failure is reported and the
     others still run), 2 for usage errors.
@@ -182,6 +193,7 @@ def execute_command(
     from kopl2sparql.typecheck import check
 
     executor = None
+    schema = None
     total = failed = 0
     single = program is not None
     for text, record_id in _inputs(program, input_file):
@@ -192,9 +204,11 @@ def execute_command(
         try:
             parsed = read_program(text)
             row["program"] = parsed.canonical()
-            check(parsed)
-            if executor is None:  # built lazily: a batch of bad programs needs no KB
-                executor = _make_executor(backend, cross_check, seed, scale)
+            if schema is None:    # read lazily: a batch of unparsable programs needs no KB
+                schema = _schema(kb, seed, scale)
+            check(parsed, schema)
+            if executor is None:
+                executor = _make_executor(backend, cross_check, seed, scale, kb)
             if trace:  # first, so that a failing step still leaves the steps before it
                 steps = [_trace_dict(s) for s in executor.trace(parsed)]
             row["answer"] = executor.execute(parsed).canonical()
