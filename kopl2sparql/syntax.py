@@ -5,8 +5,10 @@ is accepted; :meth:`Program.canonical` prints neither)::
 
     program  := step (";" step)* [";"]
     step     := NAME "(" [arg ("," arg)*] ")"
-    arg      := NAME | COMPARATOR | NUMBER       -- which one is fixed by OPERATORS[op].args
-    NAME     := [A-Za-z0-9_]+
+    arg      := NAME | LABEL | COMPARATOR | NUMBER  -- which one is fixed by OPERATORS[op].args
+    NAME     := [A-Za-z0-9_]+                     -- relations, attributes, entity names
+    LABEL    := [^(),;]+                          -- entities only: an entity's label, e.g.
+                                                  -- Find(Ada Lovelace); surrounding spaces dropped
     NUMBER   := -?[0-9]+(.[0-9]+)?                -- normalised by answer.format_number
 
 Every :class:`Step` carries ``span`` (the step's characters in the source) and
@@ -158,6 +160,8 @@ def _slow_step(text: str, m: re.Match, name: str, op, number: int) -> Step:
 
 def _argument(text: str, op: str, kind: ArgKind, arg: str, span: tuple[int, int], number: int) -> str:
     """Check the lexical shape of one argument; returns its canonical text."""
+    if kind is ArgKind.ENTITY and arg:
+        return arg                 # a name or a label ("Ada Lovelace"): the KB decides
     if kind in _NAME_KINDS:
         if _NAME.fullmatch(arg):
             return arg

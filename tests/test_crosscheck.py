@@ -24,7 +24,7 @@ from kopl2sparql.interpreter import Interpreter
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.program import COMPARATORS, OPERATORS, Program
 from kopl2sparql.typecheck import check
-from ontology import schema
+from ontology import Schema
 from store.executor import CrossCheckExecutor, NativeExecutor, SparqlExecutor
 
 EXAMPLES = 10_500                  # one program per example: hypothesis shrinks a failure to it
@@ -33,13 +33,13 @@ PREFIX = {"Person": "Person", "City": "City", "Country": "Country", "Organizatio
 
 
 @pytest.fixture(scope="module")
-def index(kb_turtle):
-    return KBIndex.from_turtle(kb_turtle)
+def index(kb_turtle, kb_schema):
+    return KBIndex.from_turtle(kb_turtle, kb_schema)
 
 
 @pytest.fixture(scope="module")
-def engines(index, kb_store):
-    return CrossCheckExecutor(NativeExecutor(index), SparqlExecutor(kb_store))
+def engines(index, kb_store, kb_schema):
+    return CrossCheckExecutor(NativeExecutor(index, kb_schema), SparqlExecutor(kb_store, kb_schema))
 
 
 class Grammar:
@@ -49,11 +49,10 @@ class Grammar:
     its schema arguments together): draws are what generation costs.
     """
 
-    def __init__(self, index: KBIndex, max_depth: int = 3):
+    def __init__(self, index: KBIndex, sch: Schema, max_depth: int = 3):
         self.index = index
-        self.native = Interpreter(index)
+        self.native = Interpreter(index, sch)
         self.max_depth = max_depth
-        sch = schema()
         relations = list(sch.relations.values())
         attributes = list(sch.attributes.values())
         self.names = {cls: index.members[cls] for cls in PREFIX}
@@ -168,8 +167,8 @@ class Grammar:
         return build()
 
 
-def test_random_programs_agree_on_both_engines(index, engines):
-    grammar = Grammar(index)
+def test_random_programs_agree_on_both_engines(index, engines, kb_schema):
+    grammar = Grammar(index, kb_schema)
     stats: Counter = Counter()
     operators: Counter = Counter()
     distinct: set[str] = set()
@@ -179,7 +178,7 @@ def test_random_programs_agree_on_both_engines(index, engines):
               suppress_health_check=list(HealthCheck))
     @given(grammar.program())
     def agree(program):
-        check(program)                          # the grammar only makes well-typed programs
+        check(program, kb_schema)               # the grammar only makes well-typed programs
         stats["programs"] += 1
         distinct.add(program.canonical())
         operators.update(step.op for step in program)
@@ -207,7 +206,7 @@ def test_random_programs_agree_on_both_engines(index, engines):
         assert stats[key] >= 50, (key, dict(stats))
 
 
-def test_disagreement_shows_both_answers(index, kb_store):
+def test_disagreement_shows_both_answers(index, kb_store, kb_schema):
     """A deliberately broken engine is caught, with both answers in the message."""
 
     class OffByOne(NativeExecutor):
@@ -217,9 +216,9 @@ def test_disagreement_shows_both_answers(index, kb_store):
             answer = super().execute(program)
             return type(answer).number(int(answer.values[0]) + 1) if answer.kind == "number" else answer
 
-    engines = CrossCheckExecutor(OffByOne(index), SparqlExecutor(kb_store))
+    engines = CrossCheckExecutor(OffByOne(index, kb_schema), SparqlExecutor(kb_store, kb_schema))
     program = Program.of(("Find", "City_0736"), ("RelateInv", "born_in"), ("Count",))
-    truth = SparqlExecutor(kb_store).execute(program).canonical()
+    truth = SparqlExecutor(kb_store, kb_schema).execute(program).canonical()
     with pytest.raises(EngineDisagreement) as info:
         engines.execute(program)
     message = str(info.value)
@@ -227,14 +226,14 @@ def test_disagreement_shows_both_answers(index, kb_store):
     assert f"'{int(truth) + 1}'" in message and f"'{truth}'" in message
 
 
-def test_error_on_one_side_only_is_a_disagreement(index, kb_store):
+def test_error_on_one_side_only_is_a_disagreement(index, kb_store, kb_schema):
     class Refuses(NativeExecutor):
         name = "refuses"
 
         def execute(self, program):
             raise ExecutionError("no", step=1)
 
-    engines = CrossCheckExecutor(Refuses(index), SparqlExecutor(kb_store))
+    engines = CrossCheckExecutor(Refuses(index, kb_schema), SparqlExecutor(kb_store, kb_schema))
     with pytest.raises(EngineDisagreement, match="error: execution error at step 1"):
         engines.execute(Program.of(("Find", "Person_00371"), ("QueryAttr", "birth_year")))
 
