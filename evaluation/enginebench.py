@@ -37,7 +37,7 @@ from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.syntax import parse
 from store.executor import SparqlExecutor
 from synkqa.templates import Template, templates
-from synkqa.world import ensure_turtle, open_store
+from synkqa.world import ensure_turtle, kb_schema, open_store
 
 COLUMNS = ("native_exec", "native_parse_exec", "sparql_warm", "sparql_cold")
 
@@ -82,30 +82,31 @@ def bench_scale(scale: int, n: int = 2000, seed: int = 0, log=print) -> list[Sha
     started = time.perf_counter()
     turtle = ensure_turtle(42, scale, progress=True)
     t0 = time.perf_counter()
-    index = KBIndex.from_turtle(turtle)
+    schema = kb_schema(42, scale)
+    index = KBIndex.from_turtle(turtle, schema)
     t1 = time.perf_counter()
     store = open_store(42, scale)
     log(f"scale {scale}: {index.entity_count()} entities; index {t1 - t0:.2f} s, "
         f"store ready {time.perf_counter() - t1:.2f} s (total setup {time.perf_counter() - started:.1f} s)")
-    interpreter = Interpreter(index)
+    interpreter = Interpreter(index, schema)
     rng = random.Random(seed)
     results = []
     for template in templates():
         texts = random_texts(template, index, n, rng)
         programs = [parse(t) for t in texts]
         # Cold: before every program the compile cache and the known facts are emptied.
-        cold_executor = SparqlExecutor(store)
+        cold_executor = SparqlExecutor(store, schema)
 
         def forget():
             clear_caches()
             cold_executor._known.clear()
 
-        cold = _median_us(lambda p: cold_executor.run_compiled(compile_program(p)), programs, forget)
-        warm_executor = SparqlExecutor(store)
+        cold = _median_us(lambda p: cold_executor.run_compiled(compile_program(p, schema)), programs, forget)
+        warm_executor = SparqlExecutor(store, schema)
         for p in programs:                          # the answers agree (and every cache is warm)
             native_answer = interpreter.run(p)
-            assert warm_executor.run_compiled(compile_program(p)) == native_answer, p
-        warm = _median_us(lambda p: warm_executor.run_compiled(compile_program(p)), programs)
+            assert warm_executor.run_compiled(compile_program(p, schema)) == native_answer, p
+        warm = _median_us(lambda p: warm_executor.run_compiled(compile_program(p, schema)), programs)
         native = _median_us(interpreter.run, programs)
         native_parse = _median_us(lambda t: interpreter.run(parse(t)), texts)
         results.append(ShapeResult(scale, template.name, n, round(native, 2), round(native_parse, 2),

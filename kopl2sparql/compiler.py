@@ -1237,6 +1237,15 @@ class Compiler:
             self.compiled[steps] = found
         return found
 
+    def direct(self, steps: tuple[Step, ...]) -> CompiledQuery:
+        """Compile without any cache or prepared shape (what the prepared path must equal)."""
+        token = _SCHEMA.set(self.schema)
+        try:
+            compiler = _Compiler(steps, self.schema)
+            return compiler.finish(compiler.run())
+        finally:
+            _SCHEMA.reset(token)
+
     def _compile(self, steps: tuple[Step, ...]) -> CompiledQuery:
         shape = program_shape(steps, self.schema) if self.token is not None else None
         if shape is not None:

@@ -330,9 +330,10 @@ def template_programs(samples: dict, per_template: int, seed: int = 7) -> list[t
     return out
 
 
-def random_programs(kb_turtle, count: int) -> list:
+def random_programs(kb_turtle, schema, count: int) -> list:
     """``count`` distinct well-typed random programs from the language tests' grammar
-    (tests/test_crosscheck.py), the same ones on every run (hypothesis, derandomized).
+    (tests/test_crosscheck.py) over the KB ``kb_turtle`` with its ``schema``, the same ones on
+    every run (hypothesis, derandomized).
 
     Derandomized hypothesis repeats itself (minimal examples first), so draws are
     de-duplicated and more are drawn until ``count`` distinct programs are in hand.
@@ -343,7 +344,7 @@ def random_programs(kb_turtle, count: int) -> list:
     from kopl2sparql.kbindex import KBIndex
     from tests.test_crosscheck import Grammar
 
-    grammar = Grammar(KBIndex.from_turtle(kb_turtle))
+    grammar = Grammar(KBIndex.from_turtle(kb_turtle, schema), schema)
     per_example = 25
     distinct: dict[str, object] = {}
     examples = max(1, 2 * count // per_example)

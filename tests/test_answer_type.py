@@ -80,23 +80,23 @@ def test_compatibility():
     assert compatible(place, BOOL) is False
 
 
-def test_program_answer_types_of_the_templates():
+def test_program_answer_types_of_the_templates(kb_schema):
     want = {0: YEAR, 1: "City", 2: "Country", 3: "Country", 4: COUNT, 5: BOOL, 6: "City", 7: "Person", 8: BOOL}
     values = {"Person": P, "City": C, "City1": C, "City2": C2, "Country": K, "Org": O}
     for t in templates():
         program = t.program_text(**{slot: values[slot] for slot in t.slot_names})
-        assert program_answer_type(check(parse(program))) == want[t.id], t.name
-    assert program_answer_type(check(parse(f"Find({P});QueryAttr(height_cm)"))) == QUANTITY
-    assert program_answer_type(check(parse(f"Find({O});QueryAttr(founded_year)"))) == YEAR
+        assert program_answer_type(check(parse(program), kb_schema), kb_schema) == want[t.id], t.name
+    assert program_answer_type(check(parse(f"Find({P});QueryAttr(height_cm)"), kb_schema), kb_schema) == QUANTITY
+    assert program_answer_type(check(parse(f"Find({O});QueryAttr(founded_year)"), kb_schema), kb_schema) == YEAR
 
 
-def test_every_template_test_question_gets_its_program_type():
+def test_every_template_test_question_gets_its_program_type(kb_schema):
     """The test paraphrases (never used to write the rules' vocabulary) ask for the type
     their gold program gives."""
     values = {"Person": P, "City": C, "City1": C, "City2": C2, "Country": K, "Org": O}
     for t in templates():
         slots = {slot: values[slot] for slot in t.slot_names}
-        actual = program_answer_type(check(parse(t.program_text(**slots))))
+        actual = program_answer_type(check(parse(t.program_text(**slots)), kb_schema), kb_schema)
         for paraphrase in ("train", "test"):
             expected = expected_type(t.question(paraphrase, **slots))
             assert compatible(expected, actual) is True, (t.name, paraphrase, expected)

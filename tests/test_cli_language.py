@@ -21,7 +21,7 @@ def run(*args: str, input: str | None = None):
 
 @pytest.fixture(scope="module")
 def native(kb_turtle):
-    from store.executor import get_executor
+    from synkqa.executors import get_executor
     return get_executor("native", seed=42, scale=1)
 
 
@@ -31,7 +31,9 @@ def _answer(native, text: str) -> str:
 
 # ---- compile ----------------------------------------------------------------------------------
 
-def test_compile_kqapro():
+def test_compile_kqapro(kb_turtle):
+    # compile type-checks against the KB's schema, so it builds the KB on first use (with a
+    # progress bar on stderr); once the KB exists, stderr stays empty.
     result = run("compile", ARGMAX, "--format", "kqapro")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout) == to_kqapro(ARGMAX)
@@ -204,21 +206,35 @@ def test_batch_all_good_exits_zero_and_reads_stdin(native):
                                           f"{ARGMAX}\t{_answer(native, ARGMAX)}"]
 
 
-def test_batch_of_bad_programs_needs_no_kb(tmp_path, monkeypatch):
-    # A batch in which nothing type-checks must not build an executor (no KB work at all).
-    import store.executor
-    monkeypatch.setattr(store.executor, "get_executor",
+def test_batch_of_bad_programs_builds_no_executor(tmp_path, monkeypatch):
+    # A batch in which nothing type-checks must not build an executor (the schema is read
+    # to type-check, but no index or store is built and nothing runs).
+    import synkqa.executors
+    monkeypatch.setattr(synkqa.executors, "get_executor",
                         lambda *a, **k: pytest.fail("executor built for a batch of bad programs"))
     path = tmp_path / "bad.txt"
-    path.write_text("Count()\nFind(X)\n")
+    path.write_text("Count()\nFind(X);Relate(born_in);Relate(born_in)\n")
     result = run("execute", "--input", str(path))
     assert result.exit_code == 1
     assert result.stdout == ""
     assert [line for line in result.stderr.splitlines() if line.startswith("error: ")] == [
         "error: type error: Count needs an entity set, but the stack is empty (step 1, col 1)",
-        "error: type error: malformed entity name 'X': expected a class prefix (Person_, City_, "
-        "Country_, Org_) followed by digits, e.g. Person_00371 (step 1, col 6)",
+        "error: type error: Relate(born_in) needs Person entities (born_in: Person -> City), but step 2 "
+        "gives City entities: the result is always empty (step 3, col 32)",
         "error: 2 of 2 programs failed"]
+
+
+def test_unknown_entity_is_an_execution_error_not_a_type_error():
+    # An entity the KB does not know (any name or label) type-checks as "any class" and
+    # fails when it runs, on every backend.
+    for backend in ("native", "oxigraph"):
+        result = run("execute", "Find(X);QueryName()", "--backend", backend, "--json")
+        assert result.exit_code == 1
+        row = json.loads(result.stdout)
+        assert row["answer"] is None
+        assert row["error"] == "execution error at step 1: unknown entity 'X'", backend
+    compiled = run("compile", "Find(X);QueryName()", "--format", "kopl")
+    assert (compiled.exit_code, compiled.stdout) == (0, "Find(X);QueryName()\n")
 
 
 @pytest.mark.parametrize("args", [

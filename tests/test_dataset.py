@@ -219,9 +219,9 @@ def test_make_choices_edge_cases(kb_entities):
 
 # ---- gold answers -------------------------------------------------------------------------------
 
-def test_gold_answers_re_executed_on_both_engines(splits):
+def test_gold_answers_re_executed_on_both_engines(splits, kb_schema):
     from kopl2sparql.compiler import compile_program
-    from store.executor import get_executor
+    from synkqa.executors import get_executor
 
     native, sparql = get_executor("native", 42, 1), get_executor("oxigraph", 42, 1)
     rng = random.Random(7)
@@ -244,7 +244,7 @@ def test_gold_answers_re_executed_on_both_engines(splits):
         program = parse(r["kopl"])
         assert native.execute(program).canonical() == r["answer"], r["id"]
         assert sparql.execute(program).canonical() == r["answer"], r["id"]
-        assert r["sparql"] == compile_program(program).sparql, r["id"]
+        assert r["sparql"] == compile_program(program, kb_schema).sparql, r["id"]
         assert r["program"] == to_kqapro(program), r["id"]
 
 

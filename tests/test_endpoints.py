@@ -46,13 +46,13 @@ def _cli(*args):
 
 
 @pytest.fixture(scope="module")
-def engines(kb_turtle, kb_store, oxigraph_server, virtuoso_server):
+def engines(kb_turtle, kb_schema, kb_store, oxigraph_server, virtuoso_server):
     """The four engines, in the order their answers are compared."""
     return {
-        "native": NativeExecutor(KBIndex.from_turtle(kb_turtle)),
-        "embedded-oxigraph": SparqlExecutor(kb_store, name="embedded-oxigraph"),
-        "oxigraph-server": SparqlExecutor(oxigraph_server.store(), name="oxigraph-server"),
-        "virtuoso": SparqlExecutor(virtuoso_server.store(), name="virtuoso"),
+        "native": NativeExecutor(KBIndex.from_turtle(kb_turtle, kb_schema), kb_schema),
+        "embedded-oxigraph": SparqlExecutor(kb_store, kb_schema, name="embedded-oxigraph"),
+        "oxigraph-server": SparqlExecutor(oxigraph_server.store(), kb_schema, name="oxigraph-server"),
+        "virtuoso": SparqlExecutor(virtuoso_server.store(), kb_schema, name="virtuoso"),
     }
 
 
@@ -115,8 +115,8 @@ def test_servers_hold_exactly_the_kb(kb_turtle, oxigraph_server, virtuoso_server
 
 # ---- four engines agree ---------------------------------------------------------------------------
 
-def test_gold_programs_of_all_nine_templates_agree_on_four_engines(kb_store, engines, oxigraph_server,
-                                                                   virtuoso_server):
+def test_gold_programs_of_all_nine_templates_agree_on_four_engines(kb_store, kb_schema, engines,
+                                                                   oxigraph_server, virtuoso_server):
     programs = template_programs(kb_samples(kb_store), PER_TEMPLATE)
     agreements, disagreements, kinds = _cross_check(engines, [p for _, p in programs])
     shapes = Counter(t.name for t, _ in programs)
@@ -132,7 +132,7 @@ def test_gold_programs_of_all_nine_templates_agree_on_four_engines(kb_store, eng
               "virtuoso": virtuoso_server.store()}
     timings: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for template, program in programs:
-        sparql = compile_program(program).sparql
+        sparql = compile_program(program, kb_schema).sparql
         for name, store in stores.items():
             start = time.perf_counter()
             store.query(sparql)
@@ -147,8 +147,8 @@ def test_gold_programs_of_all_nine_templates_agree_on_four_engines(kb_store, eng
 
 
 @pytest.fixture(scope="module")
-def random_sample(kb_turtle):
-    return random_programs(kb_turtle, RANDOM_PROGRAMS)
+def random_sample(kb_turtle, kb_schema):
+    return random_programs(kb_turtle, kb_schema, RANDOM_PROGRAMS)
 
 
 @pytest.mark.parametrize("server", ["oxigraph-server", "virtuoso"])

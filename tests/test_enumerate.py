@@ -34,16 +34,16 @@ def test_gold_program_of_every_template_is_enumerated(template):
         assert len(texts) == len(set(texts))
 
 
-def test_candidates_type_check_and_compile():
+def test_candidates_type_check_and_compile(kb_schema):
     for question in ("In which year was Person_00371 born?", "Which employees of Org_0042 were born in City_0736?",
                      "Does City_0736 have a larger population than City_0001?", "What is the GDP of Country_038?",
                      "Is Person_00371 taller than Person_00002?"):
         candidates = enumerate_programs(question)
         assert candidates
         for c in candidates:
-            checked = check(c.program)               # raises on an ill-typed program
+            checked = check(c.program, kb_schema)    # raises on an ill-typed program
             assert checked.complete
-            assert c.sparql == compile_program(parse(c.text)).sparql
+            assert c.sparql == compile_program(parse(c.text), kb_schema).sparql
             assert c.sparql.lstrip().startswith(("PREFIX", "SELECT", "ASK"))
 
 
@@ -90,9 +90,9 @@ def test_counts_are_moderate_and_enumeration_is_fast():
     assert (time.perf_counter() - start) / 200 < 0.005      # milliseconds, not more
 
 
-def test_candidates_run_on_the_store(kb_store):
+def test_candidates_run_on_the_store(kb_store, kb_schema):
     from store.executor import SparqlExecutor
-    executor = SparqlExecutor(kb_store)
+    executor = SparqlExecutor(kb_store, kb_schema)
     ran = 0
     for c in enumerate_programs("Which employees of Org_0042 were born in City_0736?") + \
             enumerate_programs("Person_00371")[:25]:

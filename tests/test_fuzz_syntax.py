@@ -28,11 +28,11 @@ _WORDS = [*OPERATORS, "born_in", "located_in", "population", "birthplace", "Pers
           "City_0736", "Org_0012", "Country_038", ">", ">=", "!=", "12.5", "-3", ";", "(", ")", ","]
 
 
-def _front_end(text: str) -> None:
+def _front_end(text: str, schema) -> None:
     """Parse and check; any error must be a located ProgramError."""
     try:
         program = parse(text)
-        check(program)
+        check(program, schema)
         # Accepted programs are canonical fixed points.
         again = parse(program.canonical())
         assert again == program and again.canonical() == program.canonical()
@@ -52,27 +52,27 @@ def _well_formed(error: ProgramError, text: str) -> None:
 
 
 @_SETTINGS
-@given(st.text(max_size=80))
-def test_arbitrary_unicode_text(text):
-    _front_end(text)
+@given(text=st.text(max_size=80))
+def test_arbitrary_unicode_text(kb_schema, text):
+    _front_end(text, kb_schema)
 
 
 @_SETTINGS
-@given(st.text(alphabet=_LANGUAGE, max_size=60))
-def test_text_from_the_language_alphabet(text):
-    _front_end(text)
+@given(text=st.text(alphabet=_LANGUAGE, max_size=60))
+def test_text_from_the_language_alphabet(kb_schema, text):
+    _front_end(text, kb_schema)
 
 
 @_SETTINGS
-@given(st.lists(st.sampled_from(_WORDS), max_size=25).map("".join))
-def test_sequences_of_language_tokens(text):
-    _front_end(text)
+@given(text=st.lists(st.sampled_from(_WORDS), max_size=25).map("".join))
+def test_sequences_of_language_tokens(kb_schema, text):
+    _front_end(text, kb_schema)
 
 
 @st.composite
-def mutated_programs(draw) -> str:
+def mutated_programs(draw, schema) -> str:
     """A valid program's text after a few random character edits."""
-    text = draw(typed_programs(max_budget=4)).canonical()
+    text = draw(typed_programs(schema, max_budget=4)).canonical()
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["insert", "delete", "replace", "swap", "duplicate"]))
         i = draw(st.integers(0, len(text)))
@@ -96,16 +96,17 @@ def mutated_programs(draw) -> str:
 
 
 @_SETTINGS
-@given(mutated_programs())
-def test_mutations_of_valid_programs(text):
-    _front_end(text)
+@given(data=st.data())
+def test_mutations_of_valid_programs(kb_schema, data):
+    _front_end(data.draw(mutated_programs(kb_schema)), kb_schema)
 
 
 @settings(max_examples=300, deadline=None)
-@given(typed_programs(max_budget=4), st.data())
-def test_every_prefix_of_a_valid_program_checks_as_a_prefix(program, data):
+@given(data=st.data())
+def test_every_prefix_of_a_valid_program_checks_as_a_prefix(kb_schema, data):
+    program = data.draw(typed_programs(kb_schema, max_budget=4))
     n = data.draw(st.integers(0, len(program)))
-    checked = check(program.prefix(n), allow_prefix=True)
+    checked = check(program.prefix(n), kb_schema, allow_prefix=True)
     assert len(checked) == n
 
 
@@ -117,17 +118,18 @@ _JSON = st.recursive(
 
 
 @settings(max_examples=600, deadline=None)
-@given(_JSON)
-def test_from_kqapro_on_arbitrary_json(value):
+@given(value=_JSON)
+def test_from_kqapro_on_arbitrary_json(kb_schema, value):
     try:
-        check(from_kqapro(value))
+        check(from_kqapro(value), kb_schema)
     except ProgramError as error:
         assert error.message
 
 
 @settings(max_examples=500, deadline=None)
-@given(typed_programs(max_budget=4), st.data())
-def test_from_kqapro_on_mutated_lists(program, data):
+@given(data=st.data())
+def test_from_kqapro_on_mutated_lists(kb_schema, data):
+    program = data.draw(typed_programs(kb_schema, max_budget=4))
     steps = json.loads(json.dumps(to_kqapro(program)))
     i = data.draw(st.integers(0, len(steps) - 1))
     field = data.draw(st.sampled_from(["function", "inputs", "dependencies"]))
@@ -136,7 +138,7 @@ def test_from_kqapro_on_mutated_lists(program, data):
          ["population", "largest"], [0], [5], None, 3]))
     try:
         result = from_kqapro(steps)
-        check(result)
+        check(result, kb_schema)
     except ProgramError as error:
         assert error.message
     else:

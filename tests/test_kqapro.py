@@ -14,19 +14,25 @@ from kopl2sparql.errors import ProgramError, ProgramSyntaxError, ProgramTypeErro
 from kopl2sparql.kqapro import NoKQAProCounterpart, from_kqapro, to_kqapro
 from kopl2sparql.program import COMPARATORS, OPERATORS, Program, Step
 from kopl2sparql.syntax import parse
-from kopl2sparql.typecheck import ENTITY_PREFIXES, check
-from ontology import schema
+from kopl2sparql.typecheck import check
 
 # ---- a strategy for random well-typed programs ------------------------------------------------
+# Programs are drawn for a KB's schema (tests pass the ``kb_schema`` fixture): relations and
+# attributes from its tables, entities from its catalogue, so every Find names an entity of
+# the class the program needs.
 
-_SCHEMA = schema()
-_PREFIX = {cls: prefix for prefix, cls in ENTITY_PREFIXES.items()}
-_WIDTH = {"Person": 5, "City": 4, "Country": 3, "Organization": 4}
-_CLASSES = sorted(_SCHEMA.classes)
+_MEMBERS: dict[int, tuple[object, dict[str, list[str]]]] = {}
 
 
-def _entity(draw, cls: str) -> str:
-    return f"{_PREFIX[cls]}_{draw(st.integers(0, 10 ** _WIDTH[cls] - 1)):0{_WIDTH[cls]}d}"
+def _members(schema, cls: str) -> list[str]:
+    found = _MEMBERS.get(id(schema))
+    if found is None or found[0] is not schema:
+        found = _MEMBERS[id(schema)] = (schema, {c: schema.members(c) for c in schema.classes})
+    return found[1][cls]
+
+
+def _entity(draw, schema, cls: str) -> str:
+    return draw(st.sampled_from(_members(schema, cls)))
 
 
 def _number(draw) -> str:
@@ -36,78 +42,81 @@ def _number(draw) -> str:
     return parse(f"VerifyNum(>,{whole}.{draw(st.integers(0, 99)):02d})").steps[0].args[1]
 
 
-def _attributes(cls: str) -> list[str]:
-    return sorted(a for a, info in _SCHEMA.attributes.items() if info.domain == cls)
+def _attributes(schema, cls: str) -> list[str]:
+    return sorted(a for a, info in schema.attributes.items() if info.domain == cls)
 
 
-def _set(draw, cls: str, budget: int) -> list[Step]:
+def _set(draw, schema, cls: str, budget: int) -> list[Step]:
     """Steps leaving one entity set that can contain ``cls`` entities."""
     choices = ["find"]
     if budget > 0:
         choices += ["relate", "relate_inv", "select", "filter", "and", "or", "diff"]
     kind = draw(st.sampled_from(choices))
     if kind == "relate":
-        rels = [r for r, info in _SCHEMA.relations.items() if info.range == cls]
+        rels = [r for r, info in schema.relations.items() if info.range == cls]
         if rels:
             rel = draw(st.sampled_from(sorted(rels)))
-            return _set(draw, _SCHEMA.relations[rel].domain, budget - 1) + [Step("Relate", (rel,))]
+            return _set(draw, schema, schema.relations[rel].domain, budget - 1) + [Step("Relate", (rel,))]
     if kind == "relate_inv":
-        rels = [r for r, info in _SCHEMA.relations.items() if info.domain == cls]
+        rels = [r for r, info in schema.relations.items() if info.domain == cls]
         if rels:
             rel = draw(st.sampled_from(sorted(rels)))
-            return _set(draw, _SCHEMA.relations[rel].range, budget - 1) + [Step("RelateInv", (rel,))]
+            return _set(draw, schema, schema.relations[rel].range, budget - 1) + [Step("RelateInv", (rel,))]
     if kind == "select":
         op = draw(st.sampled_from(["Argmax", "Argmin"]))
-        attr = draw(st.sampled_from(_attributes(cls)))
-        return _set(draw, cls, budget - 1) + [Step(op, (attr,))]
+        attr = draw(st.sampled_from(_attributes(schema, cls)))
+        return _set(draw, schema, cls, budget - 1) + [Step(op, (attr,))]
     if kind == "filter":
-        attr = draw(st.sampled_from(_attributes(cls)))
+        attr = draw(st.sampled_from(_attributes(schema, cls)))
         comp = draw(st.sampled_from(COMPARATORS))
-        return _set(draw, cls, budget - 1) + [Step("FilterNum", (attr, comp, _number(draw)))]
+        return _set(draw, schema, cls, budget - 1) + [Step("FilterNum", (attr, comp, _number(draw)))]
     if kind in ("and", "diff"):
         half = budget // 2
         op = "And" if kind == "and" else "Diff"
-        return _set(draw, cls, half) + _set(draw, cls, budget - 1 - half) + [Step(op)]
+        return _set(draw, schema, cls, half) + _set(draw, schema, cls, budget - 1 - half) + [Step(op)]
     if kind == "or":
         half = budget // 2
-        other = draw(st.sampled_from(_CLASSES))
-        left, right = _set(draw, cls, half), _set(draw, other, budget - 1 - half)
+        other = draw(st.sampled_from(sorted(schema.classes)))
+        left, right = _set(draw, schema, cls, half), _set(draw, schema, other, budget - 1 - half)
         if draw(st.booleans()):
             left, right = right, left
         return left + right + [Step("Or")]
-    return [Step("Find", (_entity(draw, cls),))]
+    return [Step("Find", (_entity(draw, schema, cls),))]
 
 
-def _number_expr(draw, budget: int) -> list[Step]:
-    cls = draw(st.sampled_from(_CLASSES))
+def _number_expr(draw, schema, budget: int) -> list[Step]:
+    cls = draw(st.sampled_from(sorted(schema.classes)))
     if draw(st.booleans()):
-        return _set(draw, cls, budget) + [Step("Count")]
-    return _set(draw, cls, budget) + [Step("QueryAttr", (draw(st.sampled_from(_attributes(cls))),))]
+        return _set(draw, schema, cls, budget) + [Step("Count")]
+    attr = draw(st.sampled_from(_attributes(schema, cls)))
+    return _set(draw, schema, cls, budget) + [Step("QueryAttr", (attr,))]
 
 
 @st.composite
-def typed_programs(draw, max_budget: int = 6) -> Program:
-    """Random well-typed complete programs over the whole operator set (nesting included)."""
+def typed_programs(draw, schema, max_budget: int = 6) -> Program:
+    """Random well-typed complete programs over the whole operator set (nesting included),
+    for the KB ``schema``."""
     budget = draw(st.integers(0, max_budget))
     result = draw(st.sampled_from(["names", "set", "number", "compare", "verify_num", "verify_rel"]))
-    cls = draw(st.sampled_from(_CLASSES))
+    cls = draw(st.sampled_from(sorted(schema.classes)))
     if result == "names":
-        steps = _set(draw, cls, budget) + [Step("QueryName")]
+        steps = _set(draw, schema, cls, budget) + [Step("QueryName")]
     elif result == "set":
-        steps = _set(draw, cls, budget)
+        steps = _set(draw, schema, cls, budget)
     elif result == "number":
-        steps = _number_expr(draw, budget)
+        steps = _number_expr(draw, schema, budget)
     elif result == "compare":
         half = budget // 2
-        steps = (_number_expr(draw, half) + _number_expr(draw, budget - half)
+        steps = (_number_expr(draw, schema, half) + _number_expr(draw, schema, budget - half)
                  + [Step("Compare", (draw(st.sampled_from(COMPARATORS)),))])
     elif result == "verify_num":
-        steps = _number_expr(draw, budget) + [
+        steps = _number_expr(draw, schema, budget) + [
             Step("VerifyNum", (draw(st.sampled_from(COMPARATORS)), _number(draw)))]
     else:
-        rel = draw(st.sampled_from(sorted(_SCHEMA.relations)))
-        info = _SCHEMA.relations[rel]
-        steps = _set(draw, info.domain, budget) + [Step("VerifyRel", (rel, _entity(draw, info.range)))]
+        rel = draw(st.sampled_from(sorted(schema.relations)))
+        info = schema.relations[rel]
+        target = _entity(draw, schema, info.range)
+        steps = _set(draw, schema, info.domain, budget) + [Step("VerifyRel", (rel, target))]
     return Program(tuple(steps))
 
 
@@ -281,9 +290,10 @@ _FAST = settings(max_examples=1500, deadline=None, suppress_health_check=[Health
 
 
 @_FAST
-@given(typed_programs())
-def test_random_typed_programs_check_and_round_trip(program):
-    check(program)  # the generator and the checker agree on what is well typed
+@given(data=st.data())
+def test_random_typed_programs_check_and_round_trip(kb_schema, data):
+    program = data.draw(typed_programs(kb_schema))
+    check(program, kb_schema)  # the generator and the checker agree on what is well typed
     assert from_kqapro(to_kqapro(program)) == program
     assert parse(program.canonical()) == program
 
@@ -295,8 +305,9 @@ def test_round_trip_holds_for_every_stack_valid_program(program):
 
 
 @settings(max_examples=500, deadline=None)
-@given(typed_programs())
-def test_strict_output_round_trips_when_it_exists(program):
+@given(data=st.data())
+def test_strict_output_round_trips_when_it_exists(kb_schema, data):
+    program = data.draw(typed_programs(kb_schema))
     try:
         steps = to_kqapro(program, strict=True)
     except NoKQAProCounterpart:

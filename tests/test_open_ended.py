@@ -24,13 +24,13 @@ FIXTURE = Path(__file__).parent / "fixtures" / "other_phrasings.jsonl"
 
 
 @pytest.fixture(scope="module")
-def kb(kb_turtle):
-    return KBIndex.from_turtle(kb_turtle)
+def kb(kb_turtle, kb_schema):
+    return KBIndex.from_turtle(kb_turtle, kb_schema)
 
 
 @pytest.fixture(scope="module")
-def executor(kb_store):
-    return SparqlExecutor(kb_store)
+def executor(kb_store, kb_schema):
+    return SparqlExecutor(kb_store, kb_schema)
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,7 @@ def test_other_phrasings(parser, executor):
     runner = ProgramRunner(executor)
     correct = exact = 0
     for r in records:
-        check(parse(r["kopl"]))
+        check(parse(r["kopl"]), executor.schema)
         gold = executor.execute(parse(r["kopl"])).canonical()
         p = parser.answer([Query(r["question"])], runner)[0]
         correct += p.answer == gold

@@ -39,7 +39,7 @@ def test_records():
 
 @pytest.fixture(scope="module")
 def executor(kb_store):
-    from store.executor import get_executor
+    from synkqa.executors import get_executor
     return get_executor("oxigraph")
 
 

@@ -56,8 +56,8 @@ def kqapro_json(kb_turtle, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def native(kb_turtle):
-    return NativeExecutor(KBIndex.from_turtle(kb_turtle))
+def native(kb_turtle, kb_schema):
+    return NativeExecutor(KBIndex.from_turtle(kb_turtle, kb_schema), kb_schema)
 
 
 # ---- the export --------------------------------------------------------------------------------------
@@ -184,13 +184,13 @@ def test_nine_template_shapes_agree_with_the_official_kopl_engine(kb_turtle, kb_
 
 
 @pytest.mark.peers
-def test_random_programs_agree_with_kopl_where_kopl_can_express_them(kb_turtle, native):
+def test_random_programs_agree_with_kopl_where_kopl_can_express_them(kb_turtle, kb_schema, native):
     """The language tests' random programs (any nesting), wherever KoPL has a plan for them."""
     require_package("kopl")
     from tests.endpoint_servers import random_programs
     runner = KoplRunner(kb_to_kqapro(kb_turtle))
     outcome, explanations, unexplained = Counter(), Counter(), []
-    for program in random_programs(kb_turtle, RANDOM_FOR_KOPL):
+    for program in random_programs(kb_turtle, kb_schema, RANDOM_FOR_KOPL):
         try:
             plan = plan_for(program)
         except NoKQAProCounterpart:

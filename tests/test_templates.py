@@ -62,10 +62,14 @@ def test_skeletons_instantiate_to_canonical_programs():
             assert EXAMPLE[name].startswith({"Organization": "Org"}.get(cls, cls) + "_")
 
 
-def test_skeletons_type_check():
+def test_skeletons_type_check(kb_schema):
     typecheck = pytest.importorskip("kopl2sparql.typecheck")
     for t in templates():
-        typecheck.check(t.program(**{name: EXAMPLE[name] for name in t.slot_names}))
+        # The examples are KB entities of the slot's class, so the check sees real classes
+        # (an entity the schema does not know would type-check as any class).
+        for name, cls in t.slots:
+            assert kb_schema.entity_classes(EXAMPLE[name]) == frozenset({cls}), (t.name, name)
+        typecheck.check(t.program(**{name: EXAMPLE[name] for name in t.slot_names}), kb_schema)
 
 
 def test_fig2_sentence_is_the_birth_country_test_paraphrase():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kopl2sparql.kbindex import KBIndex
+from ontology import Schema, schema_path
 from parsers.base import ProgramRunner, Query
 from parsers.trace_validators import (WRONG_ANSWER_TYPE, AnswerTypeValidator, BestScoring,
                                       OptionsIfGivenValidator, ScoredVerdict, TraceValidator)
@@ -15,14 +16,14 @@ from store.oxigraph import OxigraphStore
 
 
 @pytest.fixture(scope="module")
-def kb(kb_turtle):
-    return KBIndex.from_turtle(kb_turtle)
+def kb(kb_turtle, kb_schema):
+    return KBIndex.from_turtle(kb_turtle, kb_schema)
 
 
 @pytest.fixture(scope="module")
-def runner(kb_store):
+def runner(kb_store, kb_schema):
     # SPARQL on the embedded store: the trace validator runs every program prefix as a query.
-    return ProgramRunner(SparqlExecutor(kb_store), memo=True)
+    return ProgramRunner(SparqlExecutor(kb_store, kb_schema), memo=True)
 
 
 def _one(values) -> str:
@@ -136,7 +137,8 @@ def test_trace_rejects_an_ill_typed_step(tmp_path):
                    "ske:Country_1 a sk:Country .\n", encoding="utf-8")
     store = OxigraphStore()
     store.load_turtle(ttl)
-    runner = ProgramRunner(SparqlExecutor(store))
+    # The bad KB's own schema: the SynKQA vocabulary plus its two entities and their classes.
+    runner = ProgramRunner(SparqlExecutor(store, Schema.from_turtle(schema_path(), ttl)))
     program = "Find(Person_1);Relate(born_in);QueryName()"
     assert runner.run(program).canonical == "Country_1"
     verdict = TraceValidator().check(Query("In which city was Person_1 born?"), program, runner.run(program), runner)
@@ -210,11 +212,11 @@ def test_first_passing_and_best_scoring():
     assert BestScoring().select(iter([_trial(1, 1.0, True), _trial(2, 1.0, True)])).rank == 1
 
 
-def test_native_trace_and_sparql_prefixes_agree(kb, runner):
+def test_native_trace_and_sparql_prefixes_agree(kb, runner, kb_schema):
     """The same verdicts whether the steps come from SPARQL prefix queries or from the
     native interpreter's trace."""
     from store.executor import NativeExecutor
-    native = ProgramRunner(NativeExecutor(kb))
+    native = ProgramRunner(NativeExecutor(kb, kb_schema))
     no_hq = next(c for c in kb.members["City"] if c not in kb.inverse["headquarters_in"])
     programs = [f"Find({no_hq});RelateInv(headquarters_in);RelateInv(works_at);VerifyRel(born_in,City_0001)",
                 "Find(Person_00371);Relate(works_at);Relate(headquarters_in);Relate(located_in);QueryName()",

@@ -111,19 +111,23 @@ class _Ours(_Engine):
 
     def load(self) -> dict:
         from kopl2sparql.kbindex import KBIndex
+        from ontology import Schema, schema_path
         from store.executor import NativeExecutor, SparqlExecutor
         from store.oxigraph import OxigraphStore
 
         job, info = self.job, {}
         engine, turtle = job["engine"], Path(job["turtle"])
+        schema_start = time.perf_counter()
+        schema = Schema.from_turtle(schema_path(), turtle)     # not part of any engine's load
+        info["schema_s"] = round(time.perf_counter() - schema_start, 3)
         start = time.perf_counter()
         if engine == "native":
-            executor = NativeExecutor(KBIndex.from_turtle(turtle))
+            executor = NativeExecutor(KBIndex.from_turtle(turtle, schema), schema)
             info["entities"] = executor.index.entity_count()
         elif engine == "oxigraph-memory":
             store = OxigraphStore()
             store.load_turtle(turtle)
-            executor = SparqlExecutor(store, name=engine)
+            executor = SparqlExecutor(store, schema, name=engine)
         elif engine == "oxigraph-disk":
             self.location = Path(job["run_dir"]) / f"oxigraph-disk-scale{job['scale']}"
             shutil.rmtree(self.location, ignore_errors=True)
@@ -135,15 +139,16 @@ class _Ours(_Engine):
             del loading                                   # closes RocksDB
             info["load_s"] = round(time.perf_counter() - start, 3)
             reopen = time.perf_counter()
-            executor = SparqlExecutor(OxigraphStore(self.location, read_only=True), name=engine)
+            executor = SparqlExecutor(OxigraphStore(self.location, read_only=True), schema, name=engine)
             info["open_s"] = round(time.perf_counter() - reopen, 3)
             info["disk_mb"] = round(sum(f.stat().st_size for f in self.location.rglob("*") if f.is_file()) / 2**20, 1)
         elif engine == "rdflib":
-            executor = SparqlExecutor(RdflibStore(turtle), name=engine)
+            executor = SparqlExecutor(RdflibStore(turtle), schema, name=engine)
         elif engine in HTTP_ENGINES:
             from store.remote import EndpointStore
 
-            executor = SparqlExecutor(EndpointStore(job["url"], graph=job.get("graph"), timeout=120.0), name=engine)
+            executor = SparqlExecutor(EndpointStore(job["url"], graph=job.get("graph"), timeout=120.0), schema,
+                                      name=engine)
             executor.store.ping()
         else:  # pragma: no cover - the parent only sends known engines
             raise ConfigError(f"not one of our engines: {engine}")
@@ -194,11 +199,13 @@ def rdflib_incomparable(texts: list[str]) -> list[str | None]:
     which the compiler writes for an intersection that is always empty), or ``None``."""
     from kopl2sparql.compiler import compile_program
     from kopl2sparql.syntax import parse
+    from ontology import Schema, schema_path
 
+    schema = Schema.from_turtle(schema_path())       # the vocabulary suffices to see FILTER(false)
     out = []
     for text in texts:
         try:
-            sparql = compile_program(parse(text)).sparql
+            sparql = compile_program(parse(text), schema).sparql
         except SynKQAError:
             sparql = ""
         out.append(RDFLIB_FILTER_FALSE if "FILTER(false)" in sparql else None)

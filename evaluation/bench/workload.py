@@ -73,10 +73,10 @@ class RandomPrograms:
     """
 
     def __init__(self, index, rng: random.Random, depth: int = 3):
-        from ontology import schema
+        from ontology import Schema, schema_path
 
         self.index, self.rng, self.depth = index, rng, depth
-        sch = schema()
+        sch = Schema.from_turtle(schema_path())          # the SynKQA-Pro vocabulary
         self.relations = list(sch.relations.values())
         self.attributes = list(sch.attributes.values())
         self.values = {a.name: sorted(set(index.values[a.name].values())) for a in self.attributes}
