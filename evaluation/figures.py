@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from evaluation import paper  # noqa: E402
+from ontology import paper  # noqa: E402
 
 TC_COLOUR, EV_COLOUR = "#4C72B0", "#DD8452"
 _META = {"Software": None}

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluation import metrics, paper
+from evaluation import metrics
+from ontology import paper
 from evaluation.runner import Progress, jsonable, load_splits, make_executor, read_jsonl
 from evaluation.tables import Table
 from parsers.base import Prediction, ProgramRunner, queries_from

@@ -1,7 +1,7 @@
 """Tables I–XI of the paper, built from :func:`evaluation.runner.run_study` results, each
 with the paper's numbers beside ours, as Markdown and JSON.
 
-Ours are computed; the paper's come from :mod:`evaluation.paper`. A paper cell the paper
+Ours are computed; the paper's come from :mod:`ontology.paper`. A paper cell the paper
 does not report is ``None`` in JSON and ``–`` in Markdown. Timings are not in these tables
 (they vary between runs): :func:`runtime_table` is written to its own file.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation import paper
+from ontology import paper
 from parsers import registry
 from synkqa.templates import templates
 

@@ -262,19 +262,3 @@ class SchemaValidatedParser(BaseEstimator):
                           executions=len(seen), candidates=examined)
 
 
-def _register() -> None:
-    from parsers.registry import SYSTEMS, SystemSpec, register_system
-    if SYSTEM_NAME in SYSTEMS:
-        return
-    register_system(SystemSpec(
-        SYSTEM_NAME, "Schema-aware EV (enumerate + rank + validate)",
-        "Enumerate typed programs around the question's entities, rank them with a schema-aware "
-        "model, execute in rank order and keep the first that passes answer-type, trace and "
-        "(when given) option checks; runs open-ended",
-        make=lambda seed: SchemaValidatedParser(random_state=seed), model_key=MODEL_KEY,
-        wrap=lambda model, **kw: model.with_options(**kw),
-        predicts_program=True, needs_choices=False, strength=50, default_k=10,
-        options=("k", "validator", "selection")))
-
-
-_register()

@@ -189,6 +189,17 @@ register_system(SystemSpec(
     make=lambda seed: Oracle(), predicts_program=True, needs_choices=False, needs_gold=True,
     trainable=False, uses_train_data=False, strength=100))
 
-# Systems beyond the paper register themselves when their module is imported (issue 8:
-# schema-ev, and the open-ended validators it brings into parsers.validators' registries).
-import parsers.open_ended  # noqa: E402,F401
+# Beyond the paper: schema-ev (importing its module also adds the open-ended validators to
+# parsers.validators' registries). Registered here, like the others, so that no module
+# registers itself on import.
+from parsers.open_ended import MODEL_KEY, SYSTEM_NAME, SchemaValidatedParser  # noqa: E402
+
+register_system(SystemSpec(
+    SYSTEM_NAME, "Schema-aware EV (enumerate + rank + validate)",
+    "Enumerate typed programs around the question's entities, rank them with a schema-aware "
+    "model, execute in rank order and keep the first that passes answer-type, trace and "
+    "(when given) option checks; runs open-ended",
+    make=lambda seed: SchemaValidatedParser(random_state=seed), model_key=MODEL_KEY,
+    wrap=lambda model, **kw: model.with_options(**kw),
+    predicts_program=True, needs_choices=False, strength=50, default_k=10,
+    options=("k", "validator", "selection")))

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import orjson
 
-from evaluation import paper
+from ontology import paper
 from kopl2sparql.answer import Answer, format_number
 from kopl2sparql.compiler import compile_program
 from kopl2sparql.errors import (DatasetError, EngineDisagreement, ExecutionError, ProgramError,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from evaluation import paper
+from ontology import paper
 from kopl2sparql.answer import format_number
 from ontology import ENTITY_NS, NS, PREFIXES, RDF_TYPE, RDFS, XSD
 
@@ -29,7 +29,7 @@ BASE_COUNTS = {"Person": 6000, "City": 1200, "Country": 120, "Organization": 800
 BASE_WIDTHS = {"Person": 5, "City": 4, "Country": 3, "Organization": 4}
 NAME_PREFIX = {"Person": "Person", "City": "City", "Country": "Country", "Organization": "Org"}
 PAPER_TABLE_I = paper.TABLE_I
-"""Table I of the paper, for side-by-side reports (kept in :mod:`evaluation.paper`)."""
+"""Table I of the paper, for side-by-side reports (kept in :mod:`ontology.paper`)."""
 
 
 @dataclass

@@ -13,6 +13,7 @@ from kopl2sparql.interpreter import Interpreter, TraceStep
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
+from ontology import Schema, schema_path
 from store.executor import NativeExecutor, SparqlExecutor
 from store.oxigraph import OxigraphStore
 from synkqa import kbgen
@@ -21,8 +22,8 @@ from synkqa import kbgen
 
 
 @pytest.fixture(scope="module")
-def index(kb_turtle):
-    return KBIndex.from_turtle(kb_turtle)
+def index(kb_turtle, kb_schema):
+    return KBIndex.from_turtle(kb_turtle, kb_schema)
 
 
 def test_index_matches_table_i(index):
@@ -31,9 +32,15 @@ def test_index_matches_table_i(index):
         assert counts[key] == kbgen.PAPER_TABLE_I[key], key
 
 
-def test_index_from_store_equals_index_from_turtle(index, kb_store):
-    assert KBIndex.from_store(kb_store) == index
-    assert KBIndex.from_store(kb_store.raw) == index
+def test_index_from_store_equals_index_from_turtle(index, kb_store, kb_schema):
+    assert KBIndex.from_store(kb_store, kb_schema) == index
+    assert KBIndex.from_store(kb_store.raw, kb_schema) == index
+
+
+def test_index_types_come_from_the_schema(index, kb_schema):
+    assert index.types["Org_0012"] == {"Organization"}
+    assert index.types == {n: kb_schema.entity_classes(n) for n in kb_schema.entity_names()}
+    assert "Org_9999" not in index and "Org_0012" in index
 
 
 def test_index_keeps_numbers_exact(index):
@@ -42,16 +49,16 @@ def test_index_keeps_numbers_exact(index):
     assert type(area).__name__ == "Decimal"
 
 
-def test_index_missing_file_is_a_config_error(tmp_path):
+def test_index_missing_file_is_a_config_error(tmp_path, kb_schema):
     with pytest.raises(ConfigError, match="not found"):
-        KBIndex.from_turtle(tmp_path / "nope.ttl")
+        KBIndex.from_turtle(tmp_path / "nope.ttl", kb_schema)
 
 
-def test_index_bad_turtle_is_a_config_error(tmp_path):
+def test_index_bad_turtle_is_a_config_error(tmp_path, kb_schema):
     bad = tmp_path / "bad.ttl"
     bad.write_text("this is not turtle")
     with pytest.raises(ConfigError, match="not valid Turtle"):
-        KBIndex.from_turtle(bad)
+        KBIndex.from_turtle(bad, kb_schema)
 
 
 # ---- semantics on a hand-made KB, both engines ------------------------------------------------
@@ -132,11 +139,13 @@ SEMANTICS = [
 
 @pytest.fixture(scope="module")
 def small_engines(tmp_path_factory):
+    """Both engines on SMALL_KB, with the SynKQA-Pro vocabulary (schema.ttl) as its ontology."""
     path = tmp_path_factory.mktemp("small-kb") / "small.ttl"
     path.write_text(SMALL_KB)
+    schema = Schema.from_turtle(schema_path(), path)
     store = OxigraphStore()
     store.load_turtle(path)
-    return NativeExecutor(KBIndex.from_turtle(path)), SparqlExecutor(store, name="oxigraph")
+    return NativeExecutor(KBIndex.from_turtle(path, schema), schema), SparqlExecutor(store, schema, name="oxigraph")
 
 
 @pytest.mark.parametrize("text, expected", SEMANTICS, ids=[c[0] for c in SEMANTICS])
@@ -157,7 +166,7 @@ def test_small_kb_index_reads_back_what_the_turtle_says(small_engines):
     assert index.forward["born_in"]["Person_00001"] == {"City_0001"}
     assert index.inverse["born_in"]["City_0001"] == {"Person_00001", "Person_00002"}
     assert "City_0003" not in index.values["population"]
-    assert index.class_of("Org_0002") == "Organization" and index.class_of("Org_0009") is None
+    assert index.types["Org_0002"] == {"Organization"} and "Org_0009" not in index
 
 
 # ---- the templates against the generator's own objects ------------------------------------------
@@ -176,9 +185,9 @@ def oracle():
     return kb, rel, inv, val
 
 
-def test_templates_agree_with_the_generator(index, oracle):
+def test_templates_agree_with_the_generator(index, oracle, kb_schema):
     kb, rel, inv, val = oracle
-    run = Interpreter(index).run
+    run = Interpreter(index, kb_schema).run
     people, cities, countries, orgs = (kb.names[c] for c in ("Person", "City", "Country", "Organization"))
     for p in people[::97]:
         assert run(parse(f"Find({p});QueryAttr(birth_year)")).canonical() == str(val["birth_year"][p])

@@ -31,11 +31,8 @@ PACKAGES = ("ontology", "kopl2sparql", "store", "synkqa", "parsers", "evaluation
 
 # Left in the code base (see the xfail reasons); each test passes once its violations are fixed.
 _CONTRACTS_BROKEN = (
-    "known violations: store.executor imports synkqa.world (lazily, in _build_executor); "
-    "synkqa.kbgen and synkqa.dataset import evaluation.paper; evaluation.bench imports "
-    "tests.endpoint_servers; parsers.registry <-> parsers.open_ended import each other")
-_CYCLES_LEFT = ("known cycle: parsers.registry imports parsers.open_ended (to register schema-ev) "
-                "and parsers.open_ended._register imports parsers.registry")
+    "known violation: evaluation.bench.servers imports tests.endpoint_servers (the server "
+    "starters belong in a library module)")
 
 
 @pytest.mark.xfail(strict=False, reason=_CONTRACTS_BROKEN)
@@ -52,7 +49,6 @@ def test_import_contracts():
         pytest.fail(f"lint-imports exited with {run.returncode}:\n{run.stdout}\n{run.stderr}", pytrace=False)
 
 
-@pytest.mark.xfail(strict=False, reason=_CYCLES_LEFT)
 def test_no_import_cycles():
     """The module import graph of the library packages is acyclic, lazy imports included."""
     for package in PACKAGES:          # grimp finds packages through sys.path: make sure it is this checkout
