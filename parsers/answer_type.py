@@ -319,20 +319,22 @@ def expected_type(question: str) -> ExpectedType:
 
 def program_answer_type(checked, schema=None) -> str:
     """The answer type of a type-checked program (a :class:`~kopl2sparql.typecheck.CheckedProgram`):
-    its result's class for entity answers, ``count`` for Count, ``year`` or ``quantity`` for
-    QueryAttr (year when the attribute's labels say so), ``bool`` for Compare/VerifyRel."""
+    its result's class for entity answers (every class of the schema, ``|``-joined, when the
+    checker could not know it, e.g. a Find of an entity the KB does not have), ``count`` for
+    Count, ``year`` or ``quantity`` for QueryAttr (year when the attribute's labels say so),
+    ``bool`` for Compare/VerifyRel."""
     result = checked.result
     if result.type is ValueType.BOOL:
         return BOOL
+    if schema is None and (result.type is ValueType.NUMBER or result.classes is None):
+        from parsers.base import default_schema
+        schema = default_schema()
     if result.type is ValueType.NUMBER:
         last = checked.program.steps[result.step]
         if last.op == "QueryAttr":
-            if schema is None:
-                from parsers.base import default_schema
-                schema = default_schema()
             return YEAR if _is_year_attribute(schema.attributes[last.args[0]]) else QUANTITY
         return COUNT
-    classes = sorted(result.classes)
+    classes = sorted(result.classes if result.classes is not None else schema.classes)
     return classes[0] if len(classes) == 1 else "|".join(classes)
 
 

@@ -35,7 +35,7 @@ from kopl2sparql.errors import ExecutionError, ProgramError
 from kopl2sparql.program import ValueType
 from kopl2sparql.typecheck import check
 from parsers.answer_type import compatible, expected_type, program_answer_type
-from parsers.base import Execution, ProgramRunner, Query, default_schema, schema_of
+from parsers.base import Execution, ProgramRunner, Query, schema_of
 from parsers.validators import (SELECTIONS, VALIDATORS, AllOf, NonEmptyValidator, OptionSetValidator,
                                 Trial, Verdict)
 
@@ -63,14 +63,15 @@ class ScoredVerdict(Verdict):
 
 
 @lru_cache(maxsize=50_000)
-def _checked(program: str):
+def _checked(program: str, schema):
+    """``program`` type-checked against ``schema`` (the KB the runner's programs run on)."""
     from kopl2sparql.syntax import parse
-    return check(parse(program), default_schema())
+    return check(parse(program), schema)
 
 
 @lru_cache(maxsize=50_000)
-def _answer_type(program: str) -> str:
-    return program_answer_type(_checked(program))
+def _answer_type(program: str, schema) -> str:
+    return program_answer_type(_checked(program, schema), schema)
 
 
 class AnswerTypeValidator:
@@ -82,7 +83,7 @@ class AnswerTypeValidator:
 
     def check(self, query: Query, program: str, execution: Execution, runner: ProgramRunner) -> Verdict:
         try:
-            actual = _answer_type(program)
+            actual = _answer_type(program, schema_of(runner))
         except ProgramError as exc:
             return ScoredVerdict(False, ILL_TYPED, detail=str(exc).splitlines()[0])
         expected = expected_type(query.question)
@@ -131,11 +132,11 @@ class TraceValidator:
         return verdict
 
     def _judge(self, program: str, execution: Execution, runner: ProgramRunner) -> Verdict:
+        schema = schema_of(runner)
         try:
-            checked = _checked(program)
+            checked = _checked(program, schema)
         except ProgramError as exc:
             return ScoredVerdict(False, ILL_TYPED, detail=str(exc).splitlines()[0])
-        schema = schema_of(runner)
         try:
             values = _step_values(checked.program, execution, runner.executor)
         except ExecutionError as exc:

@@ -35,6 +35,11 @@ def kb_store_dir(seed: int = 42, scale: int = 1) -> Path:
     return home() / f"store-seed{seed}-scale{scale}"
 
 
+def kb_file_store_dir(sha256: str) -> Path:
+    """On-disk store of a user's Turtle KB (``--kb``), named by the file's content."""
+    return home() / "kb-files" / sha256[:32]
+
+
 def dataset_dir(seed: int = 42) -> Path:
     return home() / f"dataset-seed{seed}"
 

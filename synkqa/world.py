@@ -109,6 +109,31 @@ def ensure_store(seed: int = 42, scale: int = 1, path: Path | str | None = None,
     return path
 
 
+def ensure_kb_file_store(kb: Path | str, progress: bool = False) -> Path:
+    """Directory of an on-disk store holding a user's Turtle KB (``--kb``), built if needed
+    and reused while the file's content is unchanged; closed again on return.
+
+    :raises StoreError: if another process is building it.
+    """
+    kb = Path(kb)
+    sha256 = file_sha256(kb)
+    path = paths.kb_file_store_dir(sha256)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        store = OxigraphStore(path)
+    except StoreLocked:
+        if OxigraphStore(path, read_only=True).record is None:
+            raise StoreError(f"store {path} is being built by another process; try again when it finishes") from None
+        return path
+    try:
+        if not store.holds(kb, sha256=sha256):
+            with _progress(progress, f"loading {kb.name}", kb.stat().st_size, "bytes") as update:
+                store.load_turtle(kb, progress=update, sha256=sha256, with_ontology=False)
+    finally:
+        del store
+    return path
+
+
 _OPEN: dict[tuple[int, int, str | None], OxigraphStore] = {}
 
 
@@ -181,6 +206,24 @@ def table_i(store) -> dict:
         attribute_types=len(attributes), attribute_values=sum(attributes.values()),
     )
     return {"measured": measured, "classes": classes, "relations": relations, "attributes": attributes}
+
+
+def kb_counts(store, schema: Schema) -> dict:
+    """Counts of any KB by SPARQL, guided by its schema: distinct entities, instances per
+    class (subclasses included), edges per relation, values per attribute."""
+    def count(pattern: str) -> int:
+        rows = store.query(f"SELECT (COUNT(*) AS ?n) WHERE {{ {pattern} }}").rows
+        return int(rows[0][0])
+
+    subclass = "<http://www.w3.org/2000/01/rdf-schema#subClassOf>"
+    classes = {name: count(f"SELECT DISTINCT ?e WHERE {{ ?e a ?c . ?c {subclass}* <{info.iri}> }}")
+               for name, info in sorted(schema.classes.items())}
+    relations = {name: count(f"?s <{info.iri}> ?o FILTER(isIRI(?o))") for name, info in sorted(schema.relations.items())}
+    attributes = {name: count(f"?s <{info.iri}> ?o FILTER(isLiteral(?o))")
+                  for name, info in sorted(schema.attributes.items())}
+    iris = " ".join(f"<{info.iri}>" for info in schema.classes.values())
+    entities = count(f"SELECT DISTINCT ?e WHERE {{ ?e a ?c VALUES ?c {{ {iris} }} }}") if iris else 0
+    return {"entities": entities, "classes": classes, "relations": relations, "attributes": attributes}
 
 
 def expected_table_i(scale: int = 1) -> dict[str, int]:

@@ -9,6 +9,7 @@ kind of error) from the native interpreter, the embedded Oxigraph store and Virt
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,17 @@ def test_cli_runs_any_kb():
     assert "cid:k1" in result.output and "COUNT(DISTINCT ?prof)" in result.output
     result = runner.invoke(app, ["execute", "--kb", str(CAMPUS) + ".missing", "Find(x);Count()"])
     assert result.exit_code == 1 and "not found" in result.output
+
+
+def test_cli_sparql_and_stats_on_any_kb():
+    runner = CliRunner()
+    result = runner.invoke(app, ["sparql", "--kb", str(CAMPUS), "--format", "json",
+                                 "SELECT ?l WHERE { ?p cv:teaches cid:k2 ; rdfs:label ?l } ORDER BY ?l"])
+    assert result.exit_code == 0, result.output
+    assert '"Ada Lovelace"' in result.output and '"Emmy Noether"' in result.output
+    result = runner.invoke(app, ["kb", "stats", "--kb", str(CAMPUS), "--json"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.output)
+    assert stats["entities"] == 33
+    assert stats["classes"]["Person"] == 16 and stats["classes"]["Agent"] == 24     # subclasses counted
+    assert stats["relations"]["memberOf"] == 21 and stats["attributes"]["nickname"] == 4

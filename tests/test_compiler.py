@@ -30,7 +30,8 @@ from kopl2sparql.interpreter import Interpreter
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
-from store.executor import CrossCheckExecutor, NativeExecutor, SparqlExecutor, decode, get_executor
+from store.executor import CrossCheckExecutor, NativeExecutor, SparqlExecutor, decode
+from synkqa.executors import get_executor
 from synkqa.templates import templates
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compile"
@@ -61,8 +62,8 @@ CASES = sorted(FIXTURES.glob("*.rq"))
 
 
 @pytest.fixture(scope="module")
-def engines(kb_turtle, kb_store):
-    return NativeExecutor(KBIndex.from_turtle(kb_turtle)), SparqlExecutor(kb_store)
+def engines(kb_turtle, kb_store, kb_schema):
+    return NativeExecutor(KBIndex.from_turtle(kb_turtle, kb_schema), kb_schema), SparqlExecutor(kb_store, kb_schema)
 
 
 def test_fixtures_cover_every_operator_and_template():
@@ -77,10 +78,10 @@ def test_fixtures_cover_every_operator_and_template():
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_fixture(path, engines):
+def test_fixture(path, engines, kb_schema):
     case = read_fixture(path)
     program = parse(case["program"])
-    compiled = compile_program(program)
+    compiled = compile_program(program, kb_schema)
     assert compiled.sparql == case["sparql"]
     assert describe_guards(compiled) == case.get("guards", "")
     for engine in engines:
@@ -93,13 +94,14 @@ def test_fixture(path, engines):
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_fixture_query_runs_as_written(path, kb_store):
+def test_fixture_query_runs_as_written(path, kb_store, kb_schema):
     """The file itself (comments included) is a query any SPARQL client can run; its
     result decodes to the expected answer (guards aside: errors need them)."""
     case = read_fixture(path)
     result = kb_store.query(path.read_text())
     if "answer" in case:
-        assert decode(compile_program(parse(case["program"])), result).canonical() == case["answer"]
+        compiled = compile_program(parse(case["program"]), kb_schema)
+        assert decode(compiled, result, kb_schema).canonical() == case["answer"]
 
 
 # ---- prefixes and traces ----------------------------------------------------------------
@@ -118,32 +120,36 @@ def test_traces_agree_step_by_step(path, engines):
     assert outcomes[0] == outcomes[1]
 
 
-def test_prefix_compiles_to_the_top_of_the_stack():
+def test_prefix_compiles_to_the_top_of_the_stack(kb_schema):
     program = parse("Find(City_0001);QueryAttr(population);Find(City_0002);QueryAttr(population);Compare(>)")
-    third = compile_program(program.prefix(3))
+    third = compile_program(program.prefix(3), kb_schema)
     assert third.form == "select-entities"
     assert "VALUES ?city { ske:City_0002 }" in third.sparql
     # Guards cover the whole prefix (both entities, the first value), not only the top value.
     assert [(type(g).__name__, g.step) for g in third.guards] == [
         ("EntityGuard", 1), ("AttributeGuard", 2), ("EntityGuard", 3)]
-    assert compile_program(program.prefix(4)).form == "select-number"
+    assert compile_program(program.prefix(4), kb_schema).form == "select-number"
 
 
 # ---- guards and the QueryAttr rule --------------------------------------------------------
 
-def test_queryattr_on_find_needs_only_a_fact_guard():
-    compiled = compile_program(parse("Find(City_0001);QueryAttr(population);VerifyNum(>,5)"))
+def test_queryattr_on_find_needs_only_a_fact_guard(kb_schema):
+    compiled = compile_program(parse("Find(City_0001);QueryAttr(population);VerifyNum(>,5)"), kb_schema)
     assert compiled.guards == (EntityGuard(1, "City_0001"), AttributeGuard(2, "City_0001", "population"))
+    entity, value = compiled.guards
+    assert entity.iri == value.iri == "http://synkqa.org/entity/City_0001"
+    assert value.attribute_iri == "http://synkqa.org/ontology#population"
 
 
-def test_queryattr_inside_ask_on_a_set_gets_a_count_guard():
-    compiled = compile_program(parse("Find(Org_0122);RelateInv(works_at);QueryAttr(height_cm);VerifyNum(>,5)"))
+def test_queryattr_inside_ask_on_a_set_gets_a_count_guard(kb_schema):
+    compiled = compile_program(parse("Find(Org_0122);RelateInv(works_at);QueryAttr(height_cm);VerifyNum(>,5)"),
+                               kb_schema)
     (guard,) = [g for g in compiled.guards if isinstance(g, SingletonGuard)]
     assert guard.step == 3 and "COUNT(DISTINCT ?person) AS ?members" in guard.sparql
 
 
-def test_final_queryattr_is_checked_on_its_rows_not_by_a_guard():
-    compiled = compile_program(parse("Find(Org_0122);RelateInv(works_at);QueryAttr(height_cm)"))
+def test_final_queryattr_is_checked_on_its_rows_not_by_a_guard(kb_schema):
+    compiled = compile_program(parse("Find(Org_0122);RelateInv(works_at);QueryAttr(height_cm)"), kb_schema)
     assert not any(isinstance(g, SingletonGuard) for g in compiled.guards)
     assert compiled.check.member_variable == "person" and compiled.check.step == 3
 
@@ -164,7 +170,7 @@ def test_queryattr_error_before_a_later_unknown_entity(engines):
             engine.execute(program)
 
 
-def test_known_entities_are_remembered(kb_store):
+def test_known_entities_are_remembered(kb_store, kb_schema):
     calls = []
 
     class Counting:
@@ -172,7 +178,7 @@ def test_known_entities_are_remembered(kb_store):
             calls.append(sparql)
             return kb_store.query(sparql)
 
-    sparql = SparqlExecutor(Counting())
+    sparql = SparqlExecutor(Counting(), kb_schema)
     program = parse("Find(Person_00371);QueryAttr(birth_year)")
     assert sparql.execute(program).canonical() == "1964"
     assert len(calls) == 2                      # existence check + the query
@@ -188,8 +194,6 @@ def test_known_entities_are_remembered(kb_store):
 # ---- validation: nothing the program says can change the query's structure ---------------
 
 @pytest.mark.parametrize("steps, message", [
-    ([("Find", "Person_1 } ; DROP ALL ; {")], "not an entity name"),
-    ([("Find", "Person_1> <x")], "not an entity name"),
     ([("Find", "")], "not an entity name"),
     ([("Find", "Person_00371"), ("Relate", "born_in ?x")], "unknown relation"),
     ([("Find", "Person_00371"), ("Relate", "birthplace")], "did you mean born_in"),
@@ -197,43 +201,88 @@ def test_known_entities_are_remembered(kb_store):
     ([("Find", "Person_00371"), ("QueryAttr", "birth_year"), ("VerifyNum", ">", "1) || true || (1")],
      "not a number"),
     ([("Find", "Person_00371"), ("QueryAttr", "birth_year"), ("VerifyNum", "> 1 ||", "1")], "unknown comparator"),
-    ([("Find", "Person_00371"), ("VerifyRel", "works_at", "Org_1 . ?s ?p ?o")], "not an entity name"),
     ([("Find", "Person_00371"), ("Count",), ("Count",)], "Count needs an entity set, got a number"),
     ([("And",)], "stack is empty"),
     ([("Select", "x")], "unknown function"),
 ])
-def test_compiler_refuses_bad_names_and_shapes(steps, message):
+def test_compiler_refuses_bad_names_and_shapes(steps, message, kb_schema):
     program = Program(tuple(Step(s[0], tuple(s[1:])) for s in steps))
     with pytest.raises(ProgramTypeError, match=re.escape(message)):
-        compile_program(program)
+        compile_program(program, kb_schema)
 
 
-def test_non_text_arguments_are_refused():
+@pytest.mark.parametrize("steps, unknown, step", [
+    ([("Find", "Person_1 } ; DROP ALL ; {"), ("Count",)], "Person_1 } ; DROP ALL ; {", 1),
+    ([("Find", "Person_1> <x"), ("QueryName",)], "Person_1> <x", 1),
+    ([("Find", "Person_00371"), ("VerifyRel", "works_at", "Org_1 . ?s ?p ?o")], "Org_1 . ?s ?p ?o", 2),
+    ([("Find", "Person_00371"), ("Relate", "works_at"), ("Find", "Org_0001\" ) } #"), ("And",), ("Count",)],
+     "Org_0001\" ) } #", 3),
+])
+def test_entity_text_never_enters_a_query(steps, unknown, step, engines, kb_schema):
+    """Changed on purpose: entity arguments may be labels, so text that is no entity name
+    is not a type error. It still cannot inject SPARQL: no entity has it, so the query
+    never mentions it (its guard fails first) and both engines report it unknown."""
+    program = Program(tuple(Step(s[0], tuple(s[1:])) for s in steps))
+    compiled = compile_program(program, kb_schema)
+    guard = next(g for g in compiled.guards if isinstance(g, EntityGuard) and g.name == unknown)
+    assert guard.step == step and guard.iri is None
+    assert compiled.sparql.startswith(kb_schema.prefix_lines())
+    body = compiled.sparql[len(kb_schema.prefix_lines()):]
+    for fragment in (unknown, "DROP", "?s ?p ?o", "<x", "#", '"'):
+        assert fragment not in body
+    for engine in engines:
+        with pytest.raises(ExecutionError) as info:
+            engine.execute(program)
+        assert str(info.value) == f"execution error at step {step}: unknown entity '{unknown}'", engine.name
+
+
+@pytest.mark.parametrize("name", [" Person_00371", "Person_00371 ", "Person_00371\n} ; DROP ALL ; {"])
+def test_engines_refuse_entity_text_with_surrounding_or_control_whitespace(name, engines):
+    program = Program((Step("Find", (name,)), Step("Count")))
+    for engine in engines:
+        with pytest.raises(ProgramTypeError, match="without surrounding or control whitespace"):
+            engine.execute(program)
+
+
+def test_non_text_arguments_are_refused(kb_schema):
     with pytest.raises(ProgramTypeError, match="text"):
-        compile_program(Program((Step("Find", (["Person_00371"],)),)))
+        compile_program(Program((Step("Find", (["Person_00371"],)),)), kb_schema)
     with pytest.raises(ProgramTypeError, match="text"):
-        compile_program(Program((Step("Find", (371,)),)))
+        compile_program(Program((Step("Find", (371,)),)), kb_schema)
 
 
-def test_numbers_are_rendered_canonically():
+def test_numbers_are_rendered_canonically(kb_schema):
     program = Program.of(("Find", "City_0001"), ("QueryAttr", "area_km2"), ("VerifyNum", ">=", "+012.50"))
-    assert "FILTER(?area_km2 >= 12.5)" in compile_program(program).sparql
+    assert "FILTER(?area_km2 >= 12.5)" in compile_program(program, kb_schema).sparql
 
 
-def test_compiled_queries_are_cached_by_program():
-    a = compile_program(parse("Find(Person_00371);Relate(born_in);QueryName()"))
-    b = compile_program(parse("Find( Person_00371 ); Relate(born_in) ;QueryName()"))
+def test_compiled_queries_are_cached_by_program(kb_schema):
+    a = compile_program(parse("Find(Person_00371);Relate(born_in);QueryName()"), kb_schema)
+    b = compile_program(parse("Find( Person_00371 ); Relate(born_in) ;QueryName()"), kb_schema)
     assert a is b
+
+
+def test_compile_requires_a_schema_and_declares_its_prefixes(kb_schema):
+    program = parse("Find(Person_00371);Relate(born_in);QueryName()")
+    with pytest.raises(TypeError):
+        compile_program(program)                              # no default schema any more
+    compiled = compile_program(program, kb_schema)
+    assert compiled.sparql.startswith(kb_schema.prefix_lines())
+    assert kb_schema.prefix_lines() == ("PREFIX sk: <http://synkqa.org/ontology#>\n"
+                                        "PREFIX ske: <http://synkqa.org/entity/>\n")
 
 
 # ---- executors --------------------------------------------------------------------------
 
-def test_get_executor_backends(kb_turtle):
+def test_get_executor_backends(kb_turtle, kb_schema):
     native = get_executor("native")
     assert native.name == "native" and get_executor("native") is native
+    assert native.schema is kb_schema
     assert get_executor("oxigraph").name == "oxigraph"
+    assert get_executor("oxigraph").schema is kb_schema
     both = get_executor("oxigraph", cross_check=True)
     assert isinstance(both, CrossCheckExecutor) and both.name == "native+oxigraph"
+    assert both.schema is kb_schema
     program = parse("Find(Person_00371);Relate(born_in);Relate(located_in);QueryName()")
     assert both.execute(program).canonical() == native.execute(program).canonical() == "Country_062"
 
@@ -260,12 +309,13 @@ def test_type_errors_come_before_execution(engines):
 
 def regenerate() -> None:
     """Rewrite every fixture's query, answer/error and guards from the current code."""
-    from synkqa.world import ensure_turtle
-    interpreter = Interpreter(KBIndex.from_turtle(ensure_turtle(42, 1)))
+    from synkqa.world import ensure_turtle, kb_schema
+    schema = kb_schema(42, 1)
+    interpreter = Interpreter(KBIndex.from_turtle(ensure_turtle(42, 1), schema), schema)
     for path in CASES:
         case = read_fixture(path)
         program = parse(case["program"])
-        compiled = compile_program(program)
+        compiled = compile_program(program, schema)
         header = [*case["description"], f"# program: {program.canonical()}\n"]
         try:
             header.append(f"# answer: {interpreter.run(program).canonical()}\n")

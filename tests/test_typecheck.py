@@ -351,6 +351,7 @@ def test_programs_without_source_get_their_canonical_text_in_errors(kb_schema):
     (Step("Find", (" City_0001",)), "without surrounding or control whitespace, got ' City_0001'"),
     (Step("Find", ("City_0001 ",)), "got 'City_0001 '"),
     (Step("Find", ("City\t0001",)), "got 'City\\t0001'"),
+    (Step("Find", ("\u00a0City_0001",)), "got '\\xa0City_0001'"),    # the parser keeps a no-break space
     (Step("Find", ("City_0001\n?s ?p ?o",)), "without surrounding or control whitespace"),
     (Step("Relate", ("born_in ?x",)), "Relate: malformed relation name 'born_in ?x'"),
     (Step("QueryAttr", ("population>",)), "QueryAttr: malformed attribute name 'population>'"),

@@ -137,14 +137,20 @@ def stats(
     store: Path = typer.Option(None, "--store", help="On-disk store to use (default: the cache's, "
                                "built on first use)."),
     timeout: float = typer.Option(120.0, "--timeout", min=0.001, help="Seconds per COUNT query."),
+    kb: Path = typer.Option(None, "--kb", dir_okay=False,
+                            help="A Turtle KB of any schema instead of the SynKQA-Pro KB (loaded into an "
+                                 "on-disk store in the cache on first use; see docs/KB.md)."),
 ) -> None:
     """Recompute Table I from the store with SPARQL COUNT queries, beside the paper's numbers.
 
-    Exits 1 when a measured count differs from the expected one (paper x scale).
+    Exits 1 when a measured count differs from the expected one (paper x scale). With --kb,
+    the counts of that KB (entities per class, edges per relation, values per attribute).
     """
     from synkqa import world
     from synkqa.kbgen import PAPER_TABLE_I
 
+    if kb is not None:
+        return _kb_file_stats(kb, as_json, timeout)
     if endpoint is not None:
         from store.remote import EndpointStore
         target = EndpointStore(endpoint, graph=graph, timeout=timeout)
@@ -180,6 +186,29 @@ def stats(
     if mismatches:
         shown = ", ".join(f"{k} {measured[k]} != {expected[k]}" for k in mismatches)
         raise fail(f"the store does not match Table I x {scale}: {shown}")
+
+
+def _kb_file_stats(kb: Path, as_json: bool, timeout: float) -> None:
+    from store.oxigraph import OxigraphStore
+    from synkqa import world
+    from synkqa.executors import kb_file_schema
+
+    schema = kb_file_schema(kb)            # validates the file before any store is built
+    path = world.ensure_kb_file_store(kb, progress=not as_json)
+    found = world.kb_counts(_TimedStore(OxigraphStore(path, read_only=True), timeout), schema)
+    numbers = {**found, "schema": schema.stats()}
+    if as_json:
+        print_json({"kb": str(kb), **numbers})
+        return
+    table = Table(title=f"{kb} (embedded store {path})", title_justify="left")
+    table.add_column("kind")
+    table.add_column("name")
+    table.add_column("count", justify="right")
+    table.add_row("entities", "", str(found["entities"]))
+    for kind in ("classes", "relations", "attributes"):
+        for name, n in found[kind].items():
+            table.add_row("class" if kind == "classes" else kind[:-1], name, str(n))
+    stdout.print(table)
 
 
 class _TimedStore:
@@ -325,6 +354,9 @@ def sparql(
     store: Path = typer.Option(None, "--store", help="On-disk store to query (default: the cache's, "
                                "built on first use)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the result to this file instead of stdout."),
+    kb: Path = typer.Option(None, "--kb", dir_okay=False,
+                            help="A Turtle KB of any schema instead of the SynKQA-Pro KB (loaded into an "
+                                 "on-disk store in the cache on first use; see docs/KB.md)."),
 ) -> None:
     """Run a read-only SPARQL query on the KB. Updates are refused (exit 1).
 
@@ -347,8 +379,14 @@ def sparql(
             from store.oxigraph import query_in_subprocess, refuse_update
             from synkqa import world
             refuse_update(text)  # before building anything
-            path = world.ensure_store(seed, scale, path=_store_dir(store), progress=True)
-            result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit)
+            if kb is not None:
+                from synkqa.executors import kb_file_schema
+                prefixes = kb_file_schema(kb).prefixes        # the file's own, predeclared
+                path = world.ensure_kb_file_store(kb, progress=True)
+                result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit, prefixes=prefixes)
+            else:
+                path = world.ensure_store(seed, scale, path=_store_dir(store), progress=True)
+                result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit)
     except QueryTimeout as exc:
         raise QueryTimeout(f"{exc} (raise it with --timeout)") from None
     seconds = time.perf_counter() - start
