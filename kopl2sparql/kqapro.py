@@ -62,7 +62,8 @@ from collections.abc import Mapping, Sequence
 
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ProgramError, ProgramSyntaxError, ProgramTypeError
-from kopl2sparql.program import OPERATORS, Program, Step
+from kopl2sparql.operators import OPERATORS
+from kopl2sparql.program import Program, Step
 
 __all__ = ["to_kqapro", "from_kqapro", "NoKQAProCounterpart", "KQAPRO_OPS", "EXTENSION_FUNCTIONS"]
 

@@ -26,7 +26,8 @@ import re
 
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ProgramSyntaxError, unknown_name_message
-from kopl2sparql.program import COMPARATORS, OPERATORS, ArgKind, Program, Step
+from kopl2sparql.operators import OPERATORS
+from kopl2sparql.program import COMPARATORS, ArgKind, Program, Step
 
 __all__ = ["parse"]
 

@@ -37,124 +37,16 @@ entity, else an :class:`~kopl2sparql.errors.ExecutionError`);
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from enum import Enum
-from typing import NamedTuple
 
-from kopl2sparql.errors import ProgramTypeError, did_you_mean, unknown_name_message
-from kopl2sparql.program import COMPARATORS, OPERATORS, ArgKind, Program, Step, ValueType
+from kopl2sparql.errors import ProgramTypeError, unknown_name_message
+from kopl2sparql.operators import OPERATORS
+from kopl2sparql.program import COMPARATORS, ArgKind, Program, Step, ValueType
+from kopl2sparql.types import COUNT_WORD, TYPE_WORD, Cardinality, CheckedProgram, StepType, Value
 
-__all__ = ["Cardinality", "Value", "StepType", "CheckedProgram", "check"]
+__all__ = ["Cardinality", "Value", "StepType", "CheckedProgram", "check"]   # the types re-exported
 
 _NAME = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)
-
-
-class Cardinality(str, Enum):
-    """Static bound on the size of an entity set."""
-
-    ONE = "one"    # exactly one entity
-    OPT = "opt"    # zero or one
-    MANY = "many"  # any number
-
-    @property
-    def at_most_one(self) -> bool:
-        return self is not Cardinality.MANY
-
-
-ONE, OPT, MANY = Cardinality.ONE, Cardinality.OPT, Cardinality.MANY
-
-
-class Value(NamedTuple):
-    """A value on the stack. ``step`` is the 0-based index of the step that pushed it;
-    ``classes`` and ``cardinality`` describe entity sets (and QueryName's names).
-
-    (Value and StepType are named tuples rather than frozen dataclasses because checking
-    builds two per step and tuples are three times cheaper to build.)
-    """
-
-    type: ValueType
-    step: int
-    classes: frozenset[str] | None = frozenset()     # None: any class (not known statically)
-    cardinality: Cardinality | None = None
-
-    def describe(self) -> str:
-        """``Person entities``, ``a number``, ... (for messages)."""
-        if self.type in (ValueType.ENTITIES, ValueType.NAMES):
-            what = "names of " if self.type is ValueType.NAMES else ""
-            return f"{what}{_classes_text(self.classes)} entities"
-        return {ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value",
-                ValueType.STRING: "a text value"}[self.type]
-
-
-class StepType(NamedTuple):
-    """What one step does to the stack."""
-
-    index: int                   # 0-based position in the program
-    step: Step
-    inputs: tuple[Value, ...]    # popped values, in push order (Compare: left, right)
-    output: Value                # pushed value
-    depth: int                   # stack depth after the step
-
-    @property
-    def dependencies(self) -> tuple[int, ...]:
-        """0-based indices of the steps whose values this step consumes (KQA Pro's deps)."""
-        return tuple(v.step for v in self.inputs)
-
-    @property
-    def needs_singleton_guard(self) -> bool:
-        """True when the step needs exactly one entity but its input is not statically ONE."""
-        return self.step.op == "QueryAttr" and self.inputs[0].cardinality is not ONE
-
-
-@dataclass(frozen=True)
-class CheckedProgram:
-    """A program that passed :func:`check`, with the type of every intermediate value."""
-
-    program: Program
-    steps: tuple[StepType, ...]
-    stack: tuple[Value, ...]     # what remains at the end (bottom first)
-
-    @property
-    def complete(self) -> bool:
-        """True when exactly one value remains (a full program rather than a prefix)."""
-        return len(self.stack) == 1
-
-    @property
-    def result(self) -> Value:
-        """The final value of a complete program."""
-        if len(self.stack) != 1:
-            raise ValueError(f"a program prefix leaves {len(self.stack)} values, not one")
-        return self.stack[0]
-
-    @property
-    def answer_kind(self) -> str:
-        """Kind of :class:`~kopl2sparql.answer.Answer` the program gives: entities, number or bool."""
-        return _ANSWER_KIND[self.result.type]
-
-    def __getitem__(self, index: int) -> StepType:
-        return self.steps[index]
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-
-_ANSWER_KIND = {ValueType.ENTITIES: "entities", ValueType.NAMES: "entities",
-                ValueType.NUMBER: "number", ValueType.BOOL: "bool", ValueType.STRING: "string"}
-_TYPE_WORD = {ValueType.ENTITIES: "an entity set", ValueType.NAMES: "an entity set",
-              ValueType.NUMBER: "a number", ValueType.BOOL: "a yes/no value",
-              ValueType.STRING: "a text value"}
-_COUNT_WORD = {1: "one", 2: "two", 3: "three"}
-
-
-def _a(noun: str) -> str:
-    return f"{'an' if noun[:1] in 'AEIOU' else 'a'} {noun}"
-
-
-def _classes_text(classes: frozenset[str] | None) -> str:
-    if classes is None:
-        return "any"
-    return "/".join(sorted(classes)) if classes else "no"
 
 
 # ---- schema view ------------------------------------------------------------------------
@@ -336,19 +228,19 @@ class _Checker:
     # -- stack errors
     def underflow(self, index: int, step: Step, op, stack: list[Value]) -> None:
         need = len(op.pops)
-        kinds = {_TYPE_WORD[t] for t in op.pops}
+        kinds = {TYPE_WORD[t] for t in op.pops}
         if need == 1:
-            wants = _TYPE_WORD[op.pops[0]]
+            wants = TYPE_WORD[op.pops[0]]
         elif len(kinds) == 1:
             noun = {ValueType.ENTITIES: "entity sets", ValueType.NUMBER: "numbers"}.get(op.pops[0], "values")
-            wants = f"{_COUNT_WORD.get(need, need)} {noun}"
+            wants = f"{COUNT_WORD.get(need, need)} {noun}"
         else:
-            wants = " and ".join(_TYPE_WORD[t] for t in op.pops)
+            wants = " and ".join(TYPE_WORD[t] for t in op.pops)
         if not stack:
             has = "the stack is empty"
         else:
             shown = "; ".join(f"{v.describe()} from step {v.step + 1}" for v in stack)
-            has = f"the stack has {_COUNT_WORD.get(len(stack), len(stack))} ({shown})"
+            has = f"the stack has {COUNT_WORD.get(len(stack), len(stack))} ({shown})"
         self.fail(f"{step.op} needs {wants}, but {has}", index)
 
     def wrong_operand(self, index: int, step: Step, op, slot: int, value: Value) -> None:
@@ -359,36 +251,13 @@ class _Checker:
         extra = ""
         if value.type is ValueType.NAMES:
             extra = " (QueryName renders a final answer; use the entity set before it)"
-        self.fail(f"{step.op} needs {_TYPE_WORD[op.pops[slot]]}{which}, but step {value.step + 1} "
+        self.fail(f"{step.op} needs {TYPE_WORD[op.pops[slot]]}{which}, but step {value.step + 1} "
                   f"({producer}) gives {value.describe()}{extra}", index)
 
-    # -- typing rules, one per operator (looked up in _RULES below)
+    # -- typing: each operator's rule is its ``check`` (kopl2sparql.operators); these
+    # -- helpers are what the rules share
     def rule(self, index: int, step: Step, inputs: tuple[Value, ...]) -> Value:
-        rule = _RULES.get(step.op)
-        if rule is None:  # an operator added to OPERATORS without its rule: a bug, not user input
-            raise NotImplementedError(f"no typing rule for {step.op}")
-        return rule(self, index, step, inputs)
-
-    def rule_find(self, index, step, inputs):
-        classes, count = self.entity_classes(step.args[0])
-        return Value(ValueType.ENTITIES, index, classes, ONE if count == 1 else MANY)
-
-    def rule_relate(self, index, step, inputs):
-        op = step.op
-        schema = self.view.schema
-        rel = self.view.relations[step.args[0]]
-        source, target = (rel.domain, rel.range) if op == "Relate" else (rel.range, rel.domain)
-        operand = inputs[0]
-        if not schema.overlaps(operand.classes, source):
-            self.fail(f"{op}({rel.name}) needs {source} entities ({rel.name}: {rel.domain} -> "
-                      f"{rel.range}), but step {operand.step + 1} gives {operand.describe()}: "
-                      "the result is always empty", index, 0)
-        if op == "Relate" and rel.functional and self.within(operand.classes, source):
-            # One neighbour each when every member of the domain has exactly one.
-            card = operand.cardinality if rel.total else (OPT if operand.cardinality.at_most_one else MANY)
-        else:
-            card = MANY
-        return Value(ValueType.ENTITIES, index, None if target is None else frozenset((target,)), card)
+        return OPERATORS[step.op].check(self, index, step, inputs)
 
     def within(self, classes: frozenset[str] | None, cls: str | None) -> bool:
         """Is every member of a set of ``classes`` an instance of ``cls``?"""
@@ -399,75 +268,11 @@ class _Checker:
         schema = self.view.schema
         return all(cls in schema.ancestors(c) for c in classes)
 
-    def rule_query_name(self, index, step, inputs):
-        operand = inputs[0]
-        return Value(ValueType.NAMES, index, operand.classes, operand.cardinality)
-
-    def rule_query_attr(self, index, step, inputs):
-        self.attribute_applies(index, step, inputs[0], "the value is undefined")
-        attr = self.view.attributes[step.args[0]]
-        return Value(ValueType.NUMBER if attr.numeric else ValueType.STRING, index)
-
-    def rule_count(self, index, step, inputs):
-        return Value(ValueType.NUMBER, index)
-
-    def rule_yes_no(self, index, step, inputs):
-        return Value(ValueType.BOOL, index)
-
-    def rule_select(self, index, step, inputs):
-        operand = inputs[0]
-        domain = self.attribute_applies(index, step, operand, "the result is always empty", numeric=True)
-        attr = self.view.attributes[step.args[0]]
-        # A ONE input keeps its member when every entity of the domain has the value.
-        card = ONE if operand.cardinality is ONE and attr.total and self.within(operand.classes, domain) else OPT
-        return Value(ValueType.ENTITIES, index, self.narrow(operand.classes, domain), card)
-
-    def rule_filter_num(self, index, step, inputs):
-        operand = inputs[0]
-        domain = self.attribute_applies(index, step, operand, "the result is always empty", numeric=True)
-        card = OPT if operand.cardinality.at_most_one else MANY
-        return Value(ValueType.ENTITIES, index, self.narrow(operand.classes, domain), card)
-
     def narrow(self, classes: frozenset[str] | None, cls: str | None) -> frozenset[str] | None:
         """Classes of the members of a set of ``classes`` that are instances of ``cls``."""
         if cls is None:
             return classes
         return self.view.schema.common(classes, frozenset((cls,)))
-
-    def rule_and_diff(self, index, step, inputs):
-        op = step.op
-        left, right = inputs
-        common = self.view.schema.common(left.classes, right.classes)
-        if common is not None and not common:
-            outcome = ("the intersection is always empty" if op == "And" else
-                       "nothing is ever removed, the result is always the first set")
-            self.fail(f"{op} of {left.describe()} (step {left.step + 1}) and "
-                      f"{right.describe()} (step {right.step + 1}): {outcome}", index)
-        if op == "And":
-            card = OPT if (left.cardinality.at_most_one or right.cardinality.at_most_one) else MANY
-            return Value(ValueType.ENTITIES, index, common, card)
-        card = OPT if left.cardinality.at_most_one else MANY
-        return Value(ValueType.ENTITIES, index, left.classes, card)
-
-    def rule_or(self, index, step, inputs):
-        left, right = inputs
-        classes = None if left.classes is None or right.classes is None else left.classes | right.classes
-        return Value(ValueType.ENTITIES, index, classes, MANY)
-
-    def rule_verify_rel(self, index, step, inputs):
-        schema = self.view.schema
-        rel = self.view.relations[step.args[0]]
-        operand = inputs[0]
-        if not schema.overlaps(operand.classes, rel.domain):
-            self.fail(f"VerifyRel({rel.name}, ...) needs {rel.domain} entities "
-                      f"({rel.name}: {rel.domain} -> {rel.range}), but step {operand.step + 1} "
-                      f"gives {operand.describe()}: the answer is always no", index, 0)
-        target, _ = self.entity_classes(step.args[1])
-        if not schema.overlaps(target, rel.range):
-            self.fail(f"VerifyRel({rel.name}, {step.args[1]}): {rel.name} points to "
-                      f"{_a(rel.range)}, not {_a(_classes_text(target))}: the answer is always no",
-                      index, 1)
-        return Value(ValueType.BOOL, index)
 
     def attribute_applies(self, index: int, step: Step, operand: Value, outcome: str,
                           numeric: bool = False) -> str | None:
@@ -480,26 +285,6 @@ class _Checker:
                       f"attribute of {attr.domain}), but step {operand.step + 1} gives "
                       f"{operand.describe()}: {outcome}", index, 0)
         return attr.domain
-
-
-_RULES = {
-    "Find": _Checker.rule_find,
-    "Relate": _Checker.rule_relate,
-    "RelateInv": _Checker.rule_relate,
-    "QueryName": _Checker.rule_query_name,
-    "QueryAttr": _Checker.rule_query_attr,
-    "Count": _Checker.rule_count,
-    "Compare": _Checker.rule_yes_no,
-    "VerifyNum": _Checker.rule_yes_no,
-    "Argmax": _Checker.rule_select,
-    "Argmin": _Checker.rule_select,
-    "FilterNum": _Checker.rule_filter_num,
-    "And": _Checker.rule_and_diff,
-    "Diff": _Checker.rule_and_diff,
-    "Or": _Checker.rule_or,
-    "VerifyRel": _Checker.rule_verify_rel,
-}
-# A new operator in program.OPERATORS needs its typing rule here (tests/test_typecheck.py checks).
 
 
 def _locate(program: Program):

@@ -68,7 +68,8 @@ from pathlib import Path
 from kopl2sparql.answer import format_number
 from kopl2sparql.errors import ConfigError, SynKQAError
 from kopl2sparql.kqapro import NoKQAProCounterpart, to_kqapro
-from kopl2sparql.program import OPERATORS, Program, Step, ValueType
+from kopl2sparql.operators import OPERATORS
+from kopl2sparql.program import Program, Step, ValueType
 
 __all__ = ["PeerPlan", "PeerAnswer", "plan_for", "KoplRunner", "run_kopl_engine", "PeerEngineError",
            "EngineBatch"]
