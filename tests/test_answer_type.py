@@ -90,6 +90,21 @@ def test_program_answer_types_of_the_templates(kb_schema):
     assert program_answer_type(check(parse(f"Find({O});QueryAttr(founded_year)"), kb_schema), kb_schema) == YEAR
 
 
+def test_program_answer_type_of_an_entity_the_kb_does_not_have(kb_schema):
+    """Find of an entity the KB does not know type-checks as any class (the run fails
+    later): its answer type is every class, so an entity question's type is not judged
+    against it, but a yes/no or number question's is."""
+    assert kb_schema.entity_classes("Person_99999") is None
+    actual = program_answer_type(check(parse("Find(Person_99999);QueryName()"), kb_schema), kb_schema)
+    assert actual == "|".join(sorted(kb_schema.classes))
+    assert compatible(expected_type("Which city is Person_99999?"), actual) is True
+    assert compatible(expected_type("Does Person_99999 work for Org_0042?"), actual) is False
+    assert compatible(expected_type("How many people are Person_99999?"), actual) is False
+    # A relation after it gives the relation's range, as for a known entity.
+    relate = check(parse("Find(Person_99999);Relate(born_in);QueryName()"), kb_schema)
+    assert program_answer_type(relate, kb_schema) == "City"
+
+
 def test_every_template_test_question_gets_its_program_type(kb_schema):
     """The test paraphrases (never used to write the rules' vocabulary) ask for the type
     their gold program gives."""

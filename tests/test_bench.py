@@ -20,6 +20,7 @@ from evaluation import bench
 from kopl2sparql.compiler import clear_caches, compile_program, compiler_for
 from kopl2sparql.errors import ExecutionError, ProgramError, ProgramTypeError
 from kopl2sparql.kbindex import KBIndex
+from kopl2sparql.operators import OPERATORS
 from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
 from store.executor import NativeExecutor, SparqlExecutor, typecheck
@@ -66,7 +67,7 @@ def _renamed(program: Program, index, rng, schema) -> Program:
     steps = []
     for step in program.steps:
         args = list(step.args)
-        for i, kind in enumerate(step.operator.args):
+        for i, kind in enumerate(OPERATORS[step.op].args):
             classes = schema.entity_classes(args[i]) if kind.value == "entity" else None
             cls = min(classes) if classes else None
             if cls is not None:

@@ -69,7 +69,7 @@ def engines(kb_turtle, kb_store, kb_schema):
 def test_fixtures_cover_every_operator_and_template():
     programs = [parse(read_fixture(p)["program"]) for p in CASES]
     ops = {step.op for program in programs for step in program}
-    from kopl2sparql.program import OPERATORS
+    from kopl2sparql.operators import OPERATORS
     assert ops == set(OPERATORS)
     # Each of the nine template shapes has a fixture (slots filled with some entity).
     shapes = {re.sub(r"\b(Person|City|Country|Org)_[0-9]+", "E", p.canonical()) for p in programs}

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from kopl2sparql.errors import EngineDisagreement, ExecutionError
 from kopl2sparql.interpreter import Interpreter
 from kopl2sparql.kbindex import KBIndex
-from kopl2sparql.program import COMPARATORS, OPERATORS, Program
+from kopl2sparql.operators import OPERATORS
+from kopl2sparql.program import COMPARATORS, Program
 from kopl2sparql.typecheck import check
 from ontology import Schema
 from store.executor import CrossCheckExecutor, NativeExecutor, SparqlExecutor

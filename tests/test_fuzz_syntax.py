@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from kopl2sparql.errors import ProgramError
 from kopl2sparql.kqapro import from_kqapro, to_kqapro
-from kopl2sparql.program import OPERATORS, Program
+from kopl2sparql.operators import OPERATORS
+from kopl2sparql.program import Program
 from kopl2sparql.syntax import parse
 from kopl2sparql.typecheck import check
 from tests.test_kqapro import typed_programs

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from kopl2sparql.errors import ProgramError, ProgramSyntaxError, ProgramTypeError
 from kopl2sparql.kqapro import NoKQAProCounterpart, from_kqapro, to_kqapro
-from kopl2sparql.program import COMPARATORS, OPERATORS, Program, Step
+from kopl2sparql.operators import OPERATORS
+from kopl2sparql.program import COMPARATORS, Program, Step
 from kopl2sparql.syntax import parse
 from kopl2sparql.typecheck import check
 

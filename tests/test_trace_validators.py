@@ -127,22 +127,46 @@ def test_trace_reports_the_step_that_fails_to_execute(runner):
     assert verdict.outcome == "trace-error@3" and verdict.step == 3
 
 
-def test_trace_rejects_an_ill_typed_step(tmp_path):
-    """A KB that breaks the schema (a person born in a country) gives a step value of the
-    wrong class: the trace says which step."""
-    ttl = tmp_path / "bad.ttl"
+@pytest.fixture(scope="module")
+def bad_runner(tmp_path_factory):
+    """A runner on a tiny KB that breaks the schema (a person born in a country), with the
+    KB's own schema: the SynKQA vocabulary plus its two entities (neither is in the
+    SynKQA-Pro KB) and their classes."""
+    ttl = tmp_path_factory.mktemp("bad-kb") / "bad.ttl"
     ttl.write_text("@prefix sk: <http://synkqa.org/ontology#> .\n"
                    "@prefix ske: <http://synkqa.org/entity/> .\n"
                    "ske:Person_1 a sk:Person ; sk:born_in ske:Country_1 .\n"
                    "ske:Country_1 a sk:Country .\n", encoding="utf-8")
     store = OxigraphStore()
     store.load_turtle(ttl)
-    # The bad KB's own schema: the SynKQA vocabulary plus its two entities and their classes.
-    runner = ProgramRunner(SparqlExecutor(store, Schema.from_turtle(schema_path(), ttl)))
+    return ProgramRunner(SparqlExecutor(store, Schema.from_turtle(schema_path(), ttl)))
+
+
+def test_trace_rejects_an_ill_typed_step(bad_runner):
+    """A KB that breaks the schema gives a step value of the wrong class: the trace says
+    which step."""
+    runner = bad_runner
     program = "Find(Person_1);Relate(born_in);QueryName()"
     assert runner.run(program).canonical == "Country_1"
     verdict = TraceValidator().check(Query("In which city was Person_1 born?"), program, runner.run(program), runner)
     assert verdict.outcome == "trace-ill-typed@2" and "Country_1" in verdict.detail
+
+
+def test_validators_type_check_with_the_runners_schema(bad_runner, kb_schema):
+    """The static checks use the schema of the KB the runner's programs run on: Country_1
+    is a country there (the SynKQA-Pro KB does not have it, which would allow any class)."""
+    assert kb_schema.entity_classes("Country_1") is None
+    program = "Find(Country_1);QueryName()"
+    city_q = "Which city is Country_1?"
+    verdict = _run(AnswerTypeValidator(), city_q, program, bad_runner)
+    assert verdict.outcome == WRONG_ANSWER_TYPE and "program gives Country" in verdict.detail
+    assert _run(AnswerTypeValidator(), "Which country is Country_1?", program, bad_runner).passed
+    # A relation Country_1's class does not have is a type error on that KB.
+    wrong = "Find(Country_1);Relate(born_in);QueryName()"
+    execution = bad_runner.run(wrong)
+    assert not execution.ok
+    verdict = TraceValidator().check(Query(city_q), wrong, execution, bad_runner)
+    assert verdict.outcome == "ill-typed" and "born_in" in verdict.detail
 
 
 def test_gold_template_programs_pass_every_open_validator(kb, runner):

@@ -111,10 +111,13 @@ def test_check_accepts_text_and_reports_syntax_errors(kb_schema):
         check("Find(City_0001;Count()", kb_schema)
 
 
-def test_every_operator_has_a_typing_rule():
-    from kopl2sparql.program import OPERATORS
-    from kopl2sparql.typecheck import _RULES
-    assert set(_RULES) == set(OPERATORS)
+def test_every_operator_defines_its_rule_semantics_and_lowering():
+    """Each operator is one class with its typing rule, native semantics and SPARQL lowering."""
+    from kopl2sparql.operators import OPERATORS, Operator
+    for name, op in OPERATORS.items():
+        assert op.name == name
+        for method in ("check", "run", "lower"):
+            assert getattr(type(op), method) is not getattr(Operator, method), f"{name}.{method}"
 
 
 # ---- entity names -------------------------------------------------------------------------
