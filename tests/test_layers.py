@@ -29,13 +29,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("ontology", "kopl2sparql", "store", "synkqa", "parsers", "evaluation")
 
-# Left in the code base (see the xfail reasons); each test passes once its violations are fixed.
-_CONTRACTS_BROKEN = (
-    "known violation: evaluation.bench.servers imports tests.endpoint_servers (the server "
-    "starters belong in a library module)")
-
-
-@pytest.mark.xfail(strict=False, reason=_CONTRACTS_BROKEN)
 def test_import_contracts():
     """``lint-imports`` keeps every contract in pyproject.toml; on a broken one, its report."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),

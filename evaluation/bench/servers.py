@@ -1,29 +1,14 @@
 """The SPARQL servers a run starts itself (Oxigraph server and Virtuoso, on loopback,
-through ``tests/endpoint_servers.py``) when no endpoint URL is given, stopped by PID when
+through :mod:`store.servers`) when no endpoint URL is given, stopped by PID when
 the scale is done.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
-
-def _server_helpers():
-    """tests/endpoint_servers.py, which starts Virtuoso and Oxigraph server privately on loopback.
-
-    :raises ImportError: outside a source checkout, or without pytest.
-    """
-    try:
-        from tests import endpoint_servers
-    except ImportError:
-        root = Path(__file__).resolve().parents[2]
-        if not (root / "tests" / "endpoint_servers.py").is_file():
-            raise
-        sys.path.insert(0, str(root))
-        from tests import endpoint_servers
-    return endpoint_servers
+from store.servers import start_oxigraph, start_virtuoso
 
 
 class _Servers:
@@ -38,17 +23,12 @@ class _Servers:
         missing = [b for b in binaries if shutil.which(b) is None]
         if missing:
             return None, f"{', '.join(missing)} not installed (bash scripts/install_endpoints.sh)"
-        try:
-            helpers = _server_helpers()
-        except ImportError as exc:
-            return None, (f"cannot import tests/endpoint_servers.py ({exc}); run from a source checkout "
-                          "with the test extra, or pass the endpoint URL")
         log(f"  starting {engine} ...")
         try:
             if engine == "oxigraph-server":
-                server = helpers.start_oxigraph(turtle, workdir)
+                server = start_oxigraph(turtle, workdir)
             else:
-                server = helpers.start_virtuoso(turtle, workdir)
+                server = start_virtuoso(turtle, workdir)
         except Exception as exc:  # noqa: BLE001 - reported in the table
             return None, f"could not start: {str(exc).splitlines()[0][:200]}"
         self.started.append(server)
