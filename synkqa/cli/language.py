@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 import typer
 from rich.table import Table
 
-from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, ProgramSyntaxError
+from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError
 from kopl2sparql.program import Program
 from synkqa.cli.common import EXIT_FAIL, EXIT_USAGE, handle_errors, print_json, stdout
 
@@ -54,16 +54,8 @@ def read_program(text: str) -> Program:
 
     :raises ProgramSyntaxError: for text that does not parse or JSON that does not map.
     """
-    if text.lstrip().startswith("["):
-        from kopl2sparql.kqapro import from_kqapro
-        try:
-            steps = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProgramSyntaxError(f"not valid KQA Pro JSON: {exc.msg}", text,
-                                     (exc.pos, exc.pos + 1)) from None
-        return from_kqapro(steps)
-    from kopl2sparql.syntax import parse
-    return parse(text)
+    from synkqa.api import read_program as read
+    return read(text)
 
 
 def _schema(kb: Optional[Path], seed: int = 42, scale: int = 1):
