@@ -129,6 +129,10 @@ class CompiledQuery:
     steps: int = 0
     prepared: "Prepared | None" = field(default=None, compare=False, repr=False)
     labels: bool = False          # QueryName at the top: the answer shows labels, not names
+    tree: tuple | None = field(default=None, compare=False, repr=False)
+    """``("select", Select)`` or ``("ask", patterns)``: the query before rendering; with a
+    prepared query, ``(..., names)`` too: the entity names that tree holds in slot order
+    (the shape's first program's), for the batch planner."""
 
     def describe_guards(self) -> str:
         """One line for the checks made before the query, e.g.
@@ -263,12 +267,14 @@ class _Compiler:
                 sel = Select((var,), patterns, distinct=True)
             text, r = render_select(sel)
             return CompiledQuery(text, "select-entities", r.var(var)[1:], self._ordered(guards), steps=n,
-                                 labels=labels)
+                                 labels=labels, tree=("select", sel))
         if isinstance(top, BoolFrag):
-            return CompiledQuery(render_ask(top.patterns), "ask", None, self._ordered(guards), steps=n)
+            return CompiledQuery(render_ask(top.patterns), "ask", None, self._ordered(guards), steps=n,
+                                 tree=("ask", top.patterns))
         if top.hoist is not None:                                  # Count
             text, r = render_select(top.hoist)
-            return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), steps=n)
+            return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), steps=n,
+                                 tree=("select", top.hoist))
         operand, attribute, step = top.attr
         # The last QueryAttr is checked on its own rows, not by a guard query.
         guards = [g for g in guards if not (isinstance(g, (SingletonGuard, AttributeGuard)) and g.step == step)]
@@ -282,7 +288,8 @@ class _Compiler:
                          distinct=True)
             text, r = render_select(sel)
             check = AttrCheck(step, attribute, member_variable=r.var(var)[1:])
-        return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), check, steps=n)
+        return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), check, steps=n,
+                             tree=("select", sel))
 
     @staticmethod
     def _ordered(guards: list[Guard]) -> tuple[Guard, ...]:
@@ -470,8 +477,9 @@ class Compiler:
         if check is not None and check.entity is not None:
             check = AttrCheck(check.step, check.attribute, check.member_variable, rename[check.entity])
         prepared = Prepared(pieces, slots, names)
+        tree = None if compiled.tree is None else (*compiled.tree[:2], old)
         return CompiledQuery(prepared.text(), compiled.form, compiled.variable, tuple(guards), check,
-                             compiled.steps, prepared, compiled.labels)
+                             compiled.steps, prepared, compiled.labels, tree)
 
 
 _COMPILERS: dict[int, Compiler] = {}

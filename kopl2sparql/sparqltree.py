@@ -52,6 +52,25 @@ class Entity:
 
 
 @dataclass(frozen=True)
+class Key:
+    """``?_k3``: the variable a batch query binds, row by row, to the entity of slot 3
+    (see :mod:`kopl2sparql.batch`)."""
+
+    slot: int
+
+
+@dataclass(frozen=True)
+class KeyRows:
+    """``VALUES (?_k0 ?_k1) { ... }``: where a batch query's rows go (rendered as a gap)."""
+
+    slots: tuple[int, ...]
+
+
+ROWS_GAP = "\x00"
+"""What :class:`KeyRows` renders its rows as: the batch planner cuts the text there."""
+
+
+@dataclass(frozen=True)
 class Num:
     text: str            # canonical decimal text
 
@@ -109,6 +128,7 @@ class Select:
     distinct: bool = False
     order: tuple = ()    # (Var, descending) pairs
     limit: int | None = None
+    group_by: tuple = ()  # Keys (batch queries of COUNT)
 
 
 @dataclass(frozen=True)
@@ -223,7 +243,9 @@ class Renderer:
         self.schema = schema
         self.pred = predicate_terms(schema)
 
-    def entity(self, name: str) -> str:
+    def entity(self, name) -> str:
+        if isinstance(name, Key):
+            return f"?_k{name.slot}"
         iri = self.schema.entity_iri(name)
         if iri is None:        # no entity has this name: the guard fails before any query runs
             raise ValueError(f"no IRI for entity {name!r}")
@@ -246,6 +268,8 @@ class Renderer:
             return self.var(t)
         if isinstance(t, Entity):
             return self.entity(t.name)
+        if isinstance(t, Key):
+            return f"?_k{t.slot}"
         if isinstance(t, Cast):
             self.uses_xsd = True
             return f"xsd:decimal({self.term(t.var)})"
@@ -300,6 +324,9 @@ class Renderer:
                 lines.append(f"{ind}FILTER(!BOUND({member}) || {member} != {self.var(node.var)})")
             elif isinstance(node, Never):
                 lines.append(f"{ind}FILTER(false)")
+            elif isinstance(node, KeyRows):
+                keys = " ".join(f"?_k{k}" for k in node.slots)
+                lines.append(f"{ind}VALUES ({keys}) {{ {ROWS_GAP} }}")
             else:  # pragma: no cover - the compiler builds only the nodes above
                 raise TypeError(node)
         return lines
@@ -317,10 +344,14 @@ class Renderer:
             if isinstance(item, Agg):
                 inner = ("DISTINCT " if item.distinct else "") + self.var(item.var)
                 items.append(f"({item.func}({inner}) AS {self.var(item.alias)})")
+            elif isinstance(item, Key):
+                items.append(f"?_k{item.slot}")
             else:
                 items.append(self.var(item))
         head = "SELECT " + ("DISTINCT " if sel.distinct else "") + " ".join(items) + " WHERE {"
         lines = [ind + head, *self.patterns(sel.where, ind + "  "), ind + "}"]
+        if sel.group_by:
+            lines.append(ind + "GROUP BY " + " ".join(f"?_k{k.slot}" for k in sel.group_by))
         if sel.order:
             # The first key is explicit (DESC/ASC); the tie-breaker is written bare: ?city.
             keys = [f"DESC({self.var(v)})" if desc else f"ASC({self.var(v)})" if k == 0 else self.var(v)
@@ -365,5 +396,5 @@ def render_ask(patterns: tuple) -> str:
 
 __all__ = ["SCHEMA", "XSD_PREFIX_LINE", "Var", "Entity", "Num", "Term", "Triple", "Values", "Filter", "Optional_",
            "Union_", "Minus", "Agg", "Select", "SubSelect", "Cast", "IsA", "NotIn", "Exists", "Unless", "Apart",
-           "Never", "subst", "Renderer", "render_select", "render_ask", "predicate_terms", "entity_class",
+           "Never", "Key", "KeyRows", "ROWS_GAP", "subst", "Renderer", "render_select", "render_ask", "predicate_terms", "entity_class",
            "variable_base"]

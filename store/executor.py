@@ -18,8 +18,9 @@ from typing import Protocol, Union, runtime_checkable
 import pyoxigraph as ox
 
 from kopl2sparql.answer import Answer
+from kopl2sparql.batch import BatchPlan
 from kopl2sparql.compiler import (AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program,
-                                  compiler_for, program_shape)
+                                  program_shape)
 from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, StoreError
 from kopl2sparql.interpreter import Interpreter, TraceStep
 from kopl2sparql.kbindex import KBIndex
@@ -193,7 +194,6 @@ class SparqlExecutor:
         self.schema = schema
         self.name = name
         self._known: set[tuple[str, str]] = set()     # (entity IRI, property IRI) found
-        self._compiler = compiler_for(schema)
         # An in-process pyoxigraph store is queried directly: the compiler only emits
         # read-only SELECT/ASK text, so OxigraphStore.query's update screening and row
         # limits are not needed, and a fact is one triple-index lookup instead of a query.
@@ -364,7 +364,7 @@ class SparqlExecutor:
         try:
             return self._batch_plans[key]
         except KeyError:
-            plan = self._batch_plans[key] = _BatchPlan.make(key, compiled, self._compiler.entity_prefix)
+            plan = self._batch_plans[key] = _BatchPlan.make(key, compiled, self.schema)
             return plan
 
     def _check_singleton(self, guard: SingletonGuard) -> None:
@@ -399,94 +399,23 @@ def _fact_error(guard) -> ExecutionError:
 
 
 class _BatchPlan:
-    """One query for many programs of one prepared shape.
+    """A :class:`~kopl2sparql.batch.BatchPlan` (one query for many programs of one shape) and
+    how its rows go back to each program."""
 
-    The shape's text with its entities as variables ``?_k0``, ``?_k1``... bound by a
-    ``VALUES`` block at the top of the outermost group: a join with the inline data, so
-    each program's solutions are exactly the rows carrying its entities. ASK becomes
-    ``SELECT DISTINCT`` of the keys (a key present means "yes"), COUNT gets ``GROUP BY``
-    the keys (a key absent means 0), other SELECTs project the keys first.
-
-    Shapes that do not qualify run one by one: singleton guards (a query per program
-    anyway), sub-SELECTs and ``LIMIT`` (ORDER BY … LIMIT 1 is per program, not per batch),
-    entities inside a ``VALUES`` block of their own (Or of Finds, Count of a Find), and
-    entities that a nested group uses outside a triple pattern (see :meth:`_keys_in_scope`).
-    """
-
-    def __init__(self, key: tuple, head: str, keys: tuple[int, ...], form: str, aggregate: bool,
-                 tail: str, prefix: str):
-        self.key, self.head, self.keys, self.form, self.aggregate, self.tail = key, head, keys, form, aggregate, tail
-        self.prefix = prefix
+    def __init__(self, key: tuple, plan: BatchPlan):
+        self.key, self.plan = key, plan
+        self.keys, self.form, self.aggregate = plan.keys, plan.form, plan.aggregate
 
     @classmethod
-    def make(cls, key: tuple, compiled: CompiledQuery, prefix: str | None) -> "_BatchPlan | None":
-        """``prefix`` is how the compiler wrote entities (``ske:``); ``None``: no batching."""
-        if prefix is None or any(isinstance(g, SingletonGuard) for g in compiled.guards):
-            return None
-        prepared = compiled.prepared
-        keys = tuple(sorted(set(prepared.slots)))
-        text = prepared.text(tuple(f"\x00{k}" for k in range(len(prepared.names))))
-        text = text.replace(prefix + "\x00", "?_k")
-        lines = text.split("\n")
-        if (text.count("SELECT") + text.count("ASK") != 1 or "LIMIT" in text or "ORDER BY" in text
-                or any("VALUES" in line and "?_k" in line for line in lines)):
-            return None
-        heads = [n for n, line in enumerate(lines) if line.startswith(("SELECT ", "ASK {"))]
-        if len(heads) != 1 or not lines[heads[0]].endswith("{") or not cls._keys_in_scope(lines[heads[0]:]):
-            return None
-        n = heads[0]
-        head = lines[n]
-        variables = " ".join(f"?_k{k}" for k in keys)
-        aggregate = False
-        if head.startswith("ASK {"):
-            head = f"SELECT DISTINCT {variables} WHERE {{"
-        elif head.startswith("SELECT (COUNT("):
-            if compiled.check is not None:
-                return None
-            head = f"SELECT {variables} " + head[len("SELECT "):]
-            aggregate = True
-        elif head.startswith("SELECT DISTINCT "):
-            head = f"SELECT DISTINCT {variables} " + head[len("SELECT DISTINCT "):]
-        else:
-            head = f"SELECT {variables} " + head[len("SELECT "):]
-        before = "\n".join(lines[:n] + [head])
-        after = "\n".join(lines[n + 1:]).rstrip("\n")
-        tail = after + (f"\nGROUP BY {variables}\n" if aggregate else "\n")
-        return cls(key, before + f"\n  VALUES ({variables}) {{ ", keys, compiled.form, aggregate,
-                   " }\n" + tail, prefix)
-
-    @staticmethod
-    def _keys_in_scope(lines: list[str]) -> bool:
-        """Whether every key variable is one the top-level ``VALUES`` really binds where it is used.
-
-        SPARQL evaluates inner groups before the join with the ``VALUES`` block, so a key in a
-        FILTER of a nested group (``MINUS { ... FILTER(?x != ?_k2) }``) would be unbound there
-        and the filter would fail for every row, where the constant it replaces would not.
-        A key in a triple pattern is safe at any depth (it joins on the key), except under
-        ``EXISTS``, whose substitution of outer bindings endpoints do not all implement.
-        ``lines`` starts at the line that opens the outermost group.
-        """
-        stack: list[bool] = []                       # per open group: is it an EXISTS block?
-        for line in lines:
-            stripped = line.strip()
-            if "?_k" in stripped and len(stack) > 1:
-                triple = stripped.endswith(" .") and not stripped.startswith(("FILTER", "BIND", "VALUES"))
-                if not triple or any(stack):
-                    return False
-            for char in stripped:
-                if char == "{":
-                    stack.append("EXISTS" in stripped)
-                elif char == "}" and stack:
-                    stack.pop()
-        return True
+    def make(cls, key: tuple, compiled: CompiledQuery, schema: Schema) -> "_BatchPlan | None":
+        plan = BatchPlan.make(compiled, schema)
+        return None if plan is None else cls(key, plan)
 
     def run(self, query, members: list[tuple[int, CompiledQuery]], schema: Schema) -> list[Outcome]:
         """Query once for ``members`` (index, compiled) and decode each program's rows."""
         keys = self.keys
-        prefix = self.prefix
         rows = {tuple(c.prepared.names[k] for k in keys): None for _, c in members}
-        data = " ".join("(" + " ".join(prefix + name for name in row) + ")" for row in rows)
-        result = _select(query(self.head + data + self.tail))
+        result = _select(query(self.plan.query(rows, schema)))
         width = len(keys)
         split: dict[tuple, list[tuple]] = {}
         name_of = schema.entity_name
