@@ -114,7 +114,7 @@ def _node(n, slot_of: dict, depth: int, exists: bool):
         return n
     if isinstance(n, NotIn):
         return NotIn(n.var, tuple(_key_name(name, slot_of, depth, exists) if name in slot_of else name
-                                  for name in n.names))
+                                  for name in n.names), n.conjunction)
     if isinstance(n, Optional_):
         return Optional_(_keyed(n.patterns, slot_of, inner, exists))
     if isinstance(n, Union_):

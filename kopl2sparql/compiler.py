@@ -84,6 +84,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kopl2sparql.answer import format_number
+from kopl2sparql.dialects import PORTABLE, Dialect
 from kopl2sparql.errors import ProgramError, ProgramTypeError, unknown_name_message
 from kopl2sparql.fragments import (ANY, FRAG_TYPE, AttributeGuard, BoolFrag, Card, EntityGuard, Guard, NamesFrag,
                                    SetFrag, SingletonGuard, as_var, entity_values)
@@ -155,9 +156,10 @@ class CompiledQuery:
 class _Compiler:
     """One compilation (run with ``SCHEMA`` set to ``schema``)."""
 
-    def __init__(self, steps: tuple[Step, ...], schema: Schema):
+    def __init__(self, steps: tuple[Step, ...], schema: Schema, dialect: Dialect = PORTABLE):
         self.steps = steps
         self.schema = schema
+        self.dialect = dialect
         self.guards: list[Guard] = []
         self.seen_entities: set[str] = set()
 
@@ -249,6 +251,18 @@ class _Compiler:
             stack.append(op.lower(self, step, i, *self.pop(stack, op, step, i)))
         return stack
 
+    # -- rendering: the dialect pass, then the text -----------------------------------------
+
+    def render_select(self, sel: Select) -> tuple[str, object, Select]:
+        """(text, renderer, the rewritten tree) of a SELECT in this compilation's dialect."""
+        sel = self.dialect.apply(sel)
+        text, r = render_select(sel)
+        return text, r, sel
+
+    def render_ask(self, patterns: tuple) -> tuple[str, tuple]:
+        patterns = self.dialect.apply(patterns)
+        return render_ask(patterns), patterns
+
     # -- the final value ------------------------------------------------------------------
 
     def finish(self, stack: list) -> CompiledQuery:
@@ -265,28 +279,27 @@ class _Compiler:
             else:
                 patterns, var = as_var(top)
                 sel = Select((var,), patterns, distinct=True)
-            text, r = render_select(sel)
+            text, r, sel = self.render_select(sel)
             return CompiledQuery(text, "select-entities", r.var(var)[1:], self._ordered(guards), steps=n,
                                  labels=labels, tree=("select", sel))
         if isinstance(top, BoolFrag):
-            return CompiledQuery(render_ask(top.patterns), "ask", None, self._ordered(guards), steps=n,
-                                 tree=("ask", top.patterns))
+            text, patterns = self.render_ask(top.patterns)
+            return CompiledQuery(text, "ask", None, self._ordered(guards), steps=n, tree=("ask", patterns))
         if top.hoist is not None:                                  # Count
-            text, r = render_select(top.hoist)
+            text, r, sel = self.render_select(top.hoist)
             return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), steps=n,
-                                 tree=("select", top.hoist))
+                                 tree=("select", sel))
         operand, attribute, step = top.attr
         # The last QueryAttr is checked on its own rows, not by a guard query.
         guards = [g for g in guards if not (isinstance(g, (SingletonGuard, AttributeGuard)) and g.step == step)]
         if operand.card is Card.ONE and isinstance(operand.term, Entity):
-            sel = Select((top.var,), top.patterns)
-            text, r = render_select(sel)
+            text, r, sel = self.render_select(Select((top.var,), top.patterns))
             check = AttrCheck(step, attribute, entity=operand.term.name)
         else:
             patterns, var = as_var(operand)
-            sel = Select((var, top.var), (*patterns, Optional_((Triple(var, attribute, top.var),))),
-                         distinct=True)
-            text, r = render_select(sel)
+            text, r, sel = self.render_select(Select((var, top.var), (*patterns, Optional_((Triple(var, attribute,
+                                                                                                       top.var),))),
+                                                     distinct=True))
             check = AttrCheck(step, attribute, member_variable=r.var(var)[1:])
         return CompiledQuery(text, "select-number", r.var(top.var)[1:], self._ordered(guards), check, steps=n,
                              tree=("select", sel))
@@ -388,8 +401,9 @@ class Compiler:
 
     CACHE_MAX = 65536        # bounded: shapes with numbers in them are unbounded
 
-    def __init__(self, schema: Schema):
+    def __init__(self, schema: Schema, dialect: Dialect = PORTABLE):
         self.schema = schema
+        self.dialect = dialect
         prefix = schema.term(schema.entity_namespace + "x")[:-1]     # "ske:" (or "<" without a prefix)
         self.entity_prefix = prefix if prefix.endswith(":") else None
         self.token = re.compile(re.escape(prefix) + r"([A-Za-z0-9_]+)") if self.entity_prefix else None
@@ -417,7 +431,7 @@ class Compiler:
         """Compile without any cache or prepared shape (what the prepared path must equal)."""
         token = SCHEMA.set(self.schema)
         try:
-            compiler = _Compiler(steps, self.schema)
+            compiler = _Compiler(steps, self.schema, self.dialect)
             return compiler.finish(compiler.run())
         finally:
             SCHEMA.reset(token)
@@ -429,7 +443,7 @@ class Compiler:
             prototype = self.prepared.get(key)
             if prototype is not None:
                 return self._instantiate(prototype, names)
-        compiler = _Compiler(steps, self.schema)
+        compiler = _Compiler(steps, self.schema, self.dialect)
         compiled = compiler.finish(compiler.run())
         if shape is None:
             return compiled
@@ -482,16 +496,17 @@ class Compiler:
                              compiled.steps, prepared, compiled.labels, tree)
 
 
-_COMPILERS: dict[int, Compiler] = {}
+_COMPILERS: dict[tuple[int, str], Compiler] = {}
 
 
-def compiler_for(schema: Schema) -> Compiler:
-    """The (cached) :class:`Compiler` of a schema."""
-    found = _COMPILERS.get(id(schema))
-    if found is None or found.schema is not schema:
+def compiler_for(schema: Schema, dialect: Dialect = PORTABLE) -> Compiler:
+    """The (cached) :class:`Compiler` of a schema and a dialect."""
+    key = (id(schema), dialect.name)
+    found = _COMPILERS.get(key)
+    if found is None or found.schema is not schema or found.dialect != dialect:
         if len(_COMPILERS) > 64:
             _COMPILERS.clear()
-        found = _COMPILERS[id(schema)] = Compiler(schema)
+        found = _COMPILERS[key] = Compiler(schema, dialect)
     return found
 
 
@@ -501,9 +516,10 @@ def clear_caches() -> None:
         compiler.clear()
 
 
-def compile_program(program: Program, schema: Schema) -> CompiledQuery:
+def compile_program(program: Program, schema: Schema, dialect: Dialect = PORTABLE) -> CompiledQuery:
     """Compile a program (or a program prefix: its top-of-stack value) to one SPARQL query
-    for the KB ``schema`` describes.
+    for the KB ``schema`` describes, in ``dialect`` (default: the portable text every
+    engine answers correctly; :mod:`kopl2sparql.dialects`).
 
     Results are cached per schema by the program's steps (equivalently, its canonical text).
 
@@ -515,7 +531,7 @@ def compile_program(program: Program, schema: Schema) -> CompiledQuery:
     except TypeError:                      # e.g. a list as an argument of a hand-built Step
         raise ProgramTypeError(f"program steps must hold text arguments: {program.steps!r}") from None
     try:
-        return compiler_for(schema).compile(program.steps)
+        return compiler_for(schema, dialect).compile(program.steps)
     except ProgramError as exc:
         if exc.source is None:
             exc.source = program.source

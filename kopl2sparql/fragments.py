@@ -17,7 +17,7 @@ from enum import IntEnum
 from typing import Union
 
 from kopl2sparql.program import ValueType
-from kopl2sparql.sparqltree import (SCHEMA, Apart, Cast, Entity, Exists, Filter, IsA, Minus, Never, NotIn, Num,
+from kopl2sparql.sparqltree import (Apart, Entity, Exists, Filter, IsA, Minus, Never, NotIn, Num,
                                     Optional_, Select, SubSelect, Term, Triple, Union_, Unless, Values, Var,
                                     entity_class, subst, variable_base)
 
@@ -116,21 +116,9 @@ ANY: frozenset = frozenset()         # classes not known statically (variables g
 
 
 def entity_values(var: Var, names: tuple[str, ...]) -> tuple:
-    """``?x a sk:C . VALUES ?x { ske:a ... }``: entities bound to a variable, after their class.
-
-    The class triple (true of every entity the guards let through) keeps the group from
-    being VALUES alone: Virtuoso 7.2 returns nothing for a UNION branch made only of VALUES,
-    and ignores a FILTER between such a VALUES and an OPTIONAL. Written first, it also keeps
-    Oxigraph from scanning the whole class inside EXISTS.
-    """
-    schema = SCHEMA.get()
-    shared = None
-    for n in names:
-        types = schema.entity_classes(n) or frozenset()
-        shared = types if shared is None else shared & types
-    if not shared:            # unchecked programs (Or splits classes), untyped entities
-        return (Values(var, names),)
-    return IsA(var, min(shared)), Values(var, names)
+    """``VALUES ?x { ske:a ... }``: entities bound to a variable (the portable dialect writes
+    their class triple first, see :mod:`kopl2sparql.dialects`)."""
+    return (Values(var, names),)
 
 
 def as_var(frag: SetFrag) -> tuple[tuple, Var]:
@@ -229,18 +217,9 @@ def num_type(num: Num) -> str:
 
 
 def compare_filter(left, left_type: str, op: str, right, right_type: str) -> Filter:
-    """``FILTER(left op right)``; an integer variable compared with a decimal is cast to decimal.
-
-    Virtuoso 7.2 compares an ``xsd:integer`` value with a fractional ``xsd:decimal`` wrongly
-    when it can use an index range (``186 <= 150.5`` holds there); the cast leaves the value
-    unchanged everywhere and keeps Virtuoso from the index range.
-    """
-    if left_type != right_type:
-        if left_type == "integer" and isinstance(left, Var):
-            left = Cast(left)
-        if right_type == "integer" and isinstance(right, Var):
-            right = Cast(right)
-    return Filter(left, op, right)
+    """``FILTER(left op right)``, with the operands' datatypes (``integer``/``decimal``) for the
+    dialect pass (:mod:`kopl2sparql.dialects` casts where a dialect needs it)."""
+    return Filter(left, op, right, (left_type, right_type))
 
 
 # ---- set algebra on fragments ---------------------------------------------------------------

@@ -9,7 +9,7 @@ set algebra of :mod:`kopl2sparql.fragments`; :mod:`kopl2sparql.compiler` renders
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Union
 
 from ontology import Schema
@@ -96,6 +96,7 @@ class Filter:
     left: Union[Var, Entity, Num]
     op: str
     right: Union[Var, Entity, Num]
+    types: tuple | None = field(default=None, compare=False)   # a comparison's (left, right) datatypes
 
 
 @dataclass(frozen=True)
@@ -154,11 +155,12 @@ class IsA:
 
 @dataclass(frozen=True)
 class NotIn:
-    """``FILTER(?x != ske:a && ?x != ske:b)``: not ``NOT IN``, on which Virtuoso 7.2's cost
-    model overflows its stack inside a MINUS."""
+    """``FILTER(?x NOT IN (ske:a, ske:b))``; written ``FILTER(?x != ske:a && ?x != ske:b)``
+    when ``conjunction`` (the portable dialect's spelling, see :mod:`kopl2sparql.dialects`)."""
 
     var: Var
     names: tuple[str, ...]
+    conjunction: bool = True
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ def subst(node, m: dict):
     if isinstance(node, Values):
         return Values(subst(node.var, m), node.names)
     if isinstance(node, Filter):
-        return Filter(subst(node.left, m), node.op, subst(node.right, m))
+        return Filter(subst(node.left, m), node.op, subst(node.right, m), node.types)
     if isinstance(node, Optional_):
         return Optional_(subst(node.patterns, m))
     if isinstance(node, Union_):
@@ -223,7 +225,7 @@ def subst(node, m: dict):
     if isinstance(node, IsA):
         return IsA(subst(node.var, m), node.cls)
     if isinstance(node, NotIn):
-        return NotIn(subst(node.var, m), node.names)
+        return NotIn(subst(node.var, m), node.names, node.conjunction)
     if isinstance(node, Exists):
         return Exists(subst(node.patterns, m), node.negated)
     if isinstance(node, Unless):
@@ -312,7 +314,10 @@ class Renderer:
                 lines.append(f"{ind}{self.term(node.var)} a {self.schema.term(self.schema.classes[node.cls].iri)} .")
             elif isinstance(node, NotIn):
                 var = self.var(node.var)
-                lines.append(f"{ind}FILTER(" + " && ".join(f"{var} != {self.entity(n)}" for n in node.names) + ")")
+                if node.conjunction:
+                    lines.append(f"{ind}FILTER(" + " && ".join(f"{var} != {self.entity(n)}" for n in node.names) + ")")
+                else:
+                    lines.append(f"{ind}FILTER({var} NOT IN (" + ", ".join(self.entity(n) for n in node.names) + "))")
             elif isinstance(node, Exists):
                 lines += self.group(f"{ind}FILTER {'NOT ' if node.negated else ''}EXISTS", node.patterns, ind)
             elif isinstance(node, Unless):

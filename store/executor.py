@@ -19,6 +19,7 @@ import pyoxigraph as ox
 
 from kopl2sparql.answer import Answer
 from kopl2sparql.batch import BatchPlan
+from kopl2sparql.dialects import PORTABLE, Dialect
 from kopl2sparql.compiler import (AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program,
                                   program_shape)
 from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, StoreError
@@ -189,10 +190,11 @@ class SparqlExecutor:
     read-only: once its entities are known a template program costs one query.
     """
 
-    def __init__(self, store, schema: Schema, name: str = "oxigraph"):
+    def __init__(self, store, schema: Schema, name: str = "oxigraph", dialect: Dialect = PORTABLE):
         self.store = store
         self.schema = schema
         self.name = name
+        self.dialect = dialect           # the SPARQL forms this engine gets (kopl2sparql.dialects)
         self._known: set[tuple[str, str]] = set()     # (entity IRI, property IRI) found
         # An in-process pyoxigraph store is queried directly: the compiler only emits
         # read-only SELECT/ASK text, so OxigraphStore.query's update screening and row
@@ -202,22 +204,22 @@ class SparqlExecutor:
 
     def fresh(self) -> "SparqlExecutor":
         """A new executor over the same store with no remembered facts or batch plans."""
-        return SparqlExecutor(self.store, self.schema, name=self.name)
+        return SparqlExecutor(self.store, self.schema, name=self.name, dialect=self.dialect)
 
     def compile(self, program: Program) -> CompiledQuery:
-        """The program's query for this executor's KB."""
-        return compile_program(program, self.schema)
+        """The program's query for this executor's KB and dialect."""
+        return compile_program(program, self.schema, self.dialect)
 
     def execute(self, program: Program) -> Answer:
         typecheck(program, self.schema)
-        return self.run_compiled(compile_program(program, self.schema))
+        return self.run_compiled(compile_program(program, self.schema, self.dialect))
 
     def trace(self, program: Program) -> list[TraceStep]:
         typecheck(program, self.schema)
         steps: list[TraceStep] = []
         try:
             for n, step in enumerate(program.steps, 1):
-                value = self.run_compiled(compile_program(program.prefix(n), self.schema))
+                value = self.run_compiled(compile_program(program.prefix(n), self.schema, self.dialect))
                 steps.append(TraceStep(n, step.text(), value))
         except ExecutionError as exc:
             exc.trace = steps
@@ -313,7 +315,7 @@ class SparqlExecutor:
         for i, program in enumerate(programs):
             try:
                 typecheck(program, self.schema)
-                compiled.append((i, compile_program(program, self.schema)))
+                compiled.append((i, compile_program(program, self.schema, self.dialect)))
             except ProgramError as exc:
                 outcomes[i] = exc
         # Every fact any program needs, known or not, in one go.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kopl2sparql.dialects import OXIGRAPH
 from kopl2sparql.errors import ConfigError, unknown_name_message
 from kopl2sparql.kbindex import KBIndex
 from ontology import Schema
@@ -86,9 +87,9 @@ def _build_executor(backend: str, seed: int, scale: int, kb, cross_check: bool, 
         if kb is not None:
             store = OxigraphStore()
             store.load_turtle(Path(kb), with_ontology=False)
-            return SparqlExecutor(store, schema, name="oxigraph")
+            return SparqlExecutor(store, schema, name="oxigraph", dialect=OXIGRAPH)
         from synkqa.world import open_store
-        return SparqlExecutor(open_store(seed, scale, progress=progress), schema, name="oxigraph")
+        return SparqlExecutor(open_store(seed, scale, progress=progress), schema, name="oxigraph", dialect=OXIGRAPH)
     if backend.startswith(("http://", "https://")):
         from store.remote import EndpointStore       # the seam for remote endpoints, loaded lazily
         return SparqlExecutor(EndpointStore(backend), schema, name=backend)

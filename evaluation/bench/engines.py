@@ -110,6 +110,7 @@ class _Ours(_Engine):
     """Native, SPARQL on embedded Oxigraph (memory, disk), rdflib, and the HTTP endpoints."""
 
     def load(self) -> dict:
+        from kopl2sparql.dialects import OXIGRAPH
         from kopl2sparql.kbindex import KBIndex
         from ontology import Schema, schema_path
         from store.executor import NativeExecutor, SparqlExecutor
@@ -127,7 +128,7 @@ class _Ours(_Engine):
         elif engine == "oxigraph-memory":
             store = OxigraphStore()
             store.load_turtle(turtle)
-            executor = SparqlExecutor(store, schema, name=engine)
+            executor = SparqlExecutor(store, schema, name=engine, dialect=OXIGRAPH)
         elif engine == "oxigraph-disk":
             self.location = Path(job["run_dir"]) / f"oxigraph-disk-scale{job['scale']}"
             shutil.rmtree(self.location, ignore_errors=True)
@@ -139,7 +140,8 @@ class _Ours(_Engine):
             del loading                                   # closes RocksDB
             info["load_s"] = round(time.perf_counter() - start, 3)
             reopen = time.perf_counter()
-            executor = SparqlExecutor(OxigraphStore(self.location, read_only=True), schema, name=engine)
+            executor = SparqlExecutor(OxigraphStore(self.location, read_only=True), schema, name=engine,
+                                      dialect=OXIGRAPH)
             info["open_s"] = round(time.perf_counter() - reopen, 3)
             info["disk_mb"] = round(sum(f.stat().st_size for f in self.location.rglob("*") if f.is_file()) / 2**20, 1)
         elif engine == "rdflib":

@@ -8,7 +8,7 @@ from kopl2sparql.kbindex import Multi
 from kopl2sparql.operators.base import ATTRIBUTE, NAMES, E, N, Operator
 from kopl2sparql.program import ValueType
 from kopl2sparql.runtime import Names
-from kopl2sparql.sparqltree import Agg, Entity, Optional_, Select, SubSelect, Triple, Var, render_select
+from kopl2sparql.sparqltree import Agg, Entity, Optional_, Select, SubSelect, Triple, Var
 from kopl2sparql.types import Value
 
 
@@ -63,7 +63,7 @@ class QueryAttr(Operator):
             sel = Select((Agg("COUNT", var, Var("members"), distinct=True),
                           Agg("COUNT", probe, Var("values")), Agg("SAMPLE", var, Var("member"))),
                          (*patterns, Optional_((Triple(var, info.name, probe),))))
-            cc.guards.append(SingletonGuard(i, info.name, render_select(sel)[0]))
+            cc.guards.append(SingletonGuard(i, info.name, cc.render_select(sel)[0]))
         return NumFrag((*a.patterns, Triple(a.term, info.name, value)), value, attr=(a, info.name, i),
                        datatype=info.datatype)
 
