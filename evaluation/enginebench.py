@@ -36,8 +36,8 @@ from kopl2sparql.interpreter import Interpreter
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.syntax import parse
 from store.executor import SparqlExecutor
-from synkqa.templates import Template, templates
-from synkqa.world import ensure_turtle, kb_schema, open_store
+from synkqa.benchmark.templates import Template, templates
+from synkqa.benchmark.world import ensure_turtle, kb_schema, open_store
 
 COLUMNS = ("native_exec", "native_parse_exec", "sparql_warm", "sparql_cold")
 

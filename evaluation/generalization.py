@@ -45,7 +45,7 @@ OPEN_VALIDATOR = "open"
 # ---- splits ------------------------------------------------------------------------------------
 
 def _template_ids(names: Sequence[str]) -> set[int]:
-    from synkqa.templates import by_name
+    from synkqa.benchmark.templates import by_name
     return {by_name(n).id for n in names}
 
 

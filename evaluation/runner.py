@@ -146,14 +146,14 @@ def load_splits(splits: Sequence[str] = SPLITS, seed: int = 42, data_dir: Path |
     """The dataset splits as lists of records (the fields in :data:`STUDY_FIELDS`).
 
     Without ``data_dir`` the SynKQA-Pro dataset for ``seed`` is built on first use
-    (``synkqa.dataset``); with it, ``DIR/<split>.jsonl`` files are read as they are.
+    (``synkqa.benchmark.dataset``); with it, ``DIR/<split>.jsonl`` files are read as they are.
     """
     for split in splits:
         if split not in SPLITS:
             raise ConfigError(unknown_name_message("split", split, SPLITS))
     progress = progress or Progress()
     if data_dir is None:
-        from synkqa import dataset
+        from synkqa.benchmark import dataset
         with progress.paused():
             data_dir = dataset.ensure_dataset(seed=seed, show_progress=progress.enabled)
     data_dir = Path(data_dir)
@@ -167,13 +167,13 @@ def load_splits(splits: Sequence[str] = SPLITS, seed: int = 42, data_dir: Path |
 
 def make_executor(backend: str = "oxigraph", seed: int = 42, scale: int = 1):
     """An executor: ``oxigraph`` (SPARQL on the embedded store), ``native``, or an endpoint URL."""
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
     return get_executor(backend, seed=seed, scale=scale)
 
 
 def open_kb_store(seed: int = 42, scale: int = 1, show_progress: bool = False):
     """The embedded store holding the KB, built on first use (with its own progress bars)."""
-    from synkqa import world
+    from synkqa.benchmark import world
     try:
         return world.open_store(seed, scale, progress=show_progress)
     except TypeError:  # an older world.open_store without progress bars
@@ -184,7 +184,7 @@ def example_trace(executor, person: str = "Person_00371") -> dict[str, Any]:
     """Fig. 2: the BirthCountry test question about ``person``, its program and the engine's
     step-by-step trace."""
     from kopl2sparql.syntax import parse
-    from synkqa.templates import templates
+    from synkqa.benchmark.templates import templates
     template = templates()[2]
     program = template.program_text(Person=person)
     trace = executor.trace(parse(program))
@@ -466,7 +466,7 @@ def run_study(config: StudyConfig, progress: Progress | None = None) -> dict[str
             predictions[name] = preds
             systems[name] = metrics.evaluate(test, preds)
             if name == "majority":
-                from synkqa.templates import templates
+                from synkqa.benchmark.templates import templates
                 results["majority_template"] = templates()[trained.model.template_].name
         models = {seed: future.result().model for seed, future in pending.items()}
 

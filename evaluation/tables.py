@@ -15,7 +15,7 @@ from typing import Any
 
 from ontology import paper
 from parsers import registry
-from synkqa.templates import templates
+from synkqa.benchmark.templates import templates
 
 DASH = "–"
 

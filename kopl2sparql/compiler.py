@@ -72,9 +72,12 @@ query and remembered by the executor; so the nine templates cost one query once 
 entities are known. A final ``QueryAttr`` needs no guard: its SELECT returns the operand's
 members and the executor checks them (:class:`AttrCheck`).
 
-Every name that enters a query is validated: entity names must match ``[A-Za-z0-9_]+``,
-relations and attributes must be names of the ontology, comparators one of six symbols,
-numbers plain decimal literals (re-rendered canonically). A program cannot inject SPARQL.
+Nothing from a program enters a query unchecked: an entity argument is resolved through
+the KB's schema to IRIs read from its RDF (a plain name ``[A-Za-z0-9_]+`` the KB lacks gets
+the entity namespace, and its guard reports it unknown; any other text never reaches the
+query text, its guard fails first), relations and attributes must be the schema's,
+comparators one of six symbols, numbers plain decimal literals (re-rendered canonically).
+A program cannot inject SPARQL.
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ class ProgramRunner:
 def default_schema():
     """The schema parsers use when none is given: the SynKQA-Pro KB's (seed 42, scale 1),
     built on first use. The parsers are written for that benchmark's vocabulary."""
-    from synkqa.world import kb_schema
+    from synkqa.benchmark.world import kb_schema
     return kb_schema(42, 1)
 
 

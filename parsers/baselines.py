@@ -23,7 +23,7 @@ from kopl2sparql.errors import ModelError
 from parsers.base import Executor, Prediction, ProgramRunner, Query, as_runner, queries_from
 from parsers.template import (ENTITY_PATTERN, TYPE_TOKENS, TemplateAnswerMixin, _check_questions,
                               _not_fitted, ranking_from_scores)
-from synkqa.templates import templates
+from synkqa.benchmark.templates import templates
 
 
 def _check_targets(questions, template_ids) -> tuple[list[str], np.ndarray]:

@@ -39,7 +39,7 @@ from kopl2sparql.program import Program, Step
 from kopl2sparql.typecheck import CheckedProgram, check
 from parsers.answer_type import program_answer_type
 from parsers.base import default_schema
-from synkqa.kbgen import class_of_name
+from synkqa.benchmark.kbgen import class_of_name
 
 __all__ = ["link_entities", "Shape", "Candidate", "enumerate_programs", "shapes_for",
            "COMPARATORS_ENUMERATED", "MAX_HOPS"]
@@ -274,6 +274,7 @@ class Candidate:
     shape: Shape
     entities: tuple[str, ...]
     coverage: float = 1.0
+    schema: object = field(default=None, compare=False, repr=False)   # the KB's, for compiling
 
     @cached_property
     def text(self) -> str:
@@ -292,7 +293,7 @@ class Candidate:
     def sparql(self) -> str:
         """The program compiled to SPARQL (:func:`kopl2sparql.compiler.compile_program`)."""
         from kopl2sparql.compiler import compile_program
-        return compile_program(self.program, default_schema()).sparql
+        return compile_program(self.program, self.schema or default_schema()).sparql
 
     def __str__(self) -> str:
         return self.text
@@ -325,5 +326,5 @@ def enumerate_programs(question_or_entities: str | list[str] | tuple[str, ...], 
         coverage = len(group) / n
         classes = tuple(_class_of(e, schema) for e in group)
         for shape in shapes_for(classes, schema, max_hops):
-            out.append(Candidate(shape, group, coverage))
+            out.append(Candidate(shape, group, coverage, schema))
     return out

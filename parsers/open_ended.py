@@ -79,7 +79,7 @@ def _signature(program: str) -> str:
 
 @lru_cache(maxsize=1)
 def _template_signatures() -> dict[str, int]:
-    from synkqa.templates import templates
+    from synkqa.benchmark.templates import templates
     prefix = {"Person": "Person", "City": "City", "Country": "Country", "Organization": "Org"}
     out = {}
     for t in templates():

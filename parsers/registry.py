@@ -24,7 +24,7 @@ from kopl2sparql.errors import ConfigError, ModelError, unknown_name_message
 from parsers.baselines import MajorityTemplate, Oracle, PrototypeRetrieval, RandomChoice
 from parsers.rerank import ExecutionValidatedParser
 from parsers.template import TemplateClassifier
-from synkqa import paths
+from synkqa.benchmark import paths
 
 BEST = "best"
 

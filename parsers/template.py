@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from kopl2sparql.errors import ModelError
 from parsers.base import Executor, Prediction, ProgramRunner, Query, as_runner, queries_from
-from synkqa.templates import Template, templates
+from synkqa.benchmark.templates import Template, templates
 
 ENTITY_PATTERN = re.compile(r"\b(Person|City|Country|Org)_([0-9]+)\b")
 """A canonical entity name in question text; group 1 is the name prefix."""

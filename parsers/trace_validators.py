@@ -205,7 +205,8 @@ def _step_values(program, execution: Execution, executor) -> list[Answer] | None
         if n == len(steps) and execution.answer is not None:
             values.append(execution.answer)
         elif step.op == "Find":
-            values.append(Answer.entities(step.args[:1]))
+            # The entities the argument names (a name, or a label naming several).
+            values.append(Answer.entities(schema.resolve(step.args[0]) or step.args[:1]))
         elif step.op == "QueryName" and values:
             values.append(values[-1])
         else:

@@ -6,7 +6,7 @@ typed, :class:`ExecutionError` for well-typed programs the KB cannot answer (unk
 entity, ``QueryAttr`` on anything but one entity having the attribute).
 
 Executors are built for one KB: its :class:`~ontology.Schema` and its data (an index, a
-store or an endpoint). ``synkqa.executors.get_executor`` builds them for the SynKQA-Pro KB
+store or an endpoint). ``synkqa.benchmark.executors.get_executor`` builds them for the SynKQA-Pro KB
 or any Turtle file.
 """
 

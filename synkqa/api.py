@@ -40,12 +40,12 @@ class KB:
 
     @property
     def schema(self) -> Schema:
-        from synkqa.executors import schema_for
+        from synkqa.benchmark.executors import schema_for
         return schema_for(self.seed, self.scale, self.path)
 
     def executor(self, backend: str = "native", cross_check: bool = False):
         """The executor for ``backend`` (``native``, ``oxigraph`` or an endpoint URL holding this KB)."""
-        from synkqa.executors import get_executor
+        from synkqa.benchmark.executors import get_executor
         return get_executor(backend, self.seed, self.scale, kb=self.path, cross_check=cross_check)
 
 

@@ -22,20 +22,20 @@ def synkqa_home(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kb_turtle(synkqa_home):
-    from synkqa.world import ensure_turtle
+    from synkqa.benchmark.world import ensure_turtle
     return ensure_turtle(42, 1)
 
 
 @pytest.fixture(scope="session")
 def kb_schema(kb_turtle):
     """The SynKQA-Pro KB's schema (vocabulary and entities), seed 42, scale 1."""
-    from synkqa.world import kb_schema
+    from synkqa.benchmark.world import kb_schema
     return kb_schema(42, 1)
 
 
 @pytest.fixture(scope="session")
 def kb_store(kb_turtle):
-    from synkqa.world import open_store
+    from synkqa.benchmark.world import open_store
     return open_store(42, 1)
 
 

@@ -149,7 +149,7 @@ def template_programs(samples: dict, per_template: int, seed: int = 7) -> list[t
     """
     import random
 
-    from synkqa.templates import templates
+    from synkqa.benchmark.templates import templates
 
     rng = random.Random(seed)
     names, facts = samples["names"], samples["facts"]

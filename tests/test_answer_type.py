@@ -8,7 +8,7 @@ from kopl2sparql.syntax import parse
 from kopl2sparql.typecheck import check
 from parsers.answer_type import (BOOL, COUNT, QUANTITY, UNKNOWN, YEAR, compatible, expected_type,
                                  program_answer_type, singular, tokenize, type_lexicon)
-from synkqa.templates import templates
+from synkqa.benchmark.templates import templates
 
 P, P2, C, C2, K, O = "Person_00371", "Person_00002", "City_0736", "City_0001", "Country_038", "Org_0042"
 

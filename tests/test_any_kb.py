@@ -20,7 +20,7 @@ from kopl2sparql.sampling import random_programs
 from kopl2sparql.syntax import parse
 from store.executor import SparqlExecutor
 from synkqa.cli import app
-from synkqa.executors import get_executor
+from synkqa.benchmark.executors import get_executor
 
 CAMPUS = Path(__file__).parent / "fixtures" / "kb" / "campus.ttl"
 

@@ -24,7 +24,7 @@ from kopl2sparql.operators import OPERATORS
 from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
 from store.executor import NativeExecutor, SparqlExecutor, typecheck
-from synkqa.templates import templates
+from synkqa.benchmark.templates import templates
 from tests.endpoint_servers import in_ci
 
 
@@ -204,7 +204,7 @@ def test_random_programs_are_well_typed_and_deterministic(index, kb_schema):
 
 
 def test_kopl_engine_comparison_rules():
-    from synkqa.peers import plan_for
+    from synkqa.benchmark.peers import plan_for
 
     wide = plan_for("Find(Country_001);RelateInv(located_in);RelateInv(born_in);Relate(works_at);"
                     "RelateInv(works_at);Count()")

@@ -86,7 +86,7 @@ def test_stats_table_shows_the_paper_beside_the_measurement():
 
 def test_stats_fails_when_the_counts_differ_from_the_expected(monkeypatch):
     """Measured on the real store, compared with a deliberately wrong expectation: exit 1."""
-    from synkqa import world
+    from synkqa.benchmark import world
     real = world.expected_table_i
     monkeypatch.setattr(world, "expected_table_i", lambda scale: {**real(scale), "City": 1201})
     result = run("kb", "stats")

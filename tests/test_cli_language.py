@@ -21,7 +21,7 @@ def run(*args: str, input: str | None = None):
 
 @pytest.fixture(scope="module")
 def native(kb_turtle):
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
     return get_executor("native", seed=42, scale=1)
 
 
@@ -209,8 +209,8 @@ def test_batch_all_good_exits_zero_and_reads_stdin(native):
 def test_batch_of_bad_programs_builds_no_executor(tmp_path, monkeypatch):
     # A batch in which nothing type-checks must not build an executor (the schema is read
     # to type-check, but no index or store is built and nothing runs).
-    import synkqa.executors
-    monkeypatch.setattr(synkqa.executors, "get_executor",
+    import synkqa.benchmark.executors
+    monkeypatch.setattr(synkqa.benchmark.executors, "get_executor",
                         lambda *a, **k: pytest.fail("executor built for a batch of bad programs"))
     path = tmp_path / "bad.txt"
     path.write_text("Count()\nFind(X);Relate(born_in);Relate(born_in)\n")

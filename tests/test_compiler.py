@@ -31,8 +31,8 @@ from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
 from store.executor import CrossCheckExecutor, NativeExecutor, SparqlExecutor, decode
-from synkqa.executors import get_executor
-from synkqa.templates import templates
+from synkqa.benchmark.executors import get_executor
+from synkqa.benchmark.templates import templates
 
 FIXTURES = Path(__file__).parent / "fixtures" / "compile"
 _HEADER = re.compile(r"# (program|answer|error|guards): ?(.*)")
@@ -309,7 +309,7 @@ def test_type_errors_come_before_execution(engines):
 
 def regenerate() -> None:
     """Rewrite every fixture's query, answer/error and guards from the current code."""
-    from synkqa.world import ensure_turtle, kb_schema
+    from synkqa.benchmark.world import ensure_turtle, kb_schema
     schema = kb_schema(42, 1)
     interpreter = Interpreter(KBIndex.from_turtle(ensure_turtle(42, 1), schema), schema)
     for path in CASES:

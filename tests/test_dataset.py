@@ -23,9 +23,9 @@ from kopl2sparql.answer import Answer
 from kopl2sparql.errors import DatasetError, EngineDisagreement
 from kopl2sparql.kqapro import to_kqapro
 from kopl2sparql.syntax import parse
-from synkqa import dataset as ds
+from synkqa.benchmark import dataset as ds
 from synkqa.cli import app
-from synkqa.templates import by_name, templates
+from synkqa.benchmark.templates import by_name, templates
 
 FIG2 = "The city where Person_00371 was born is located in which country?"
 ENTITY = re.compile(r"\b(Person|City|Country|Org)_[0-9]+\b")
@@ -221,7 +221,7 @@ def test_make_choices_edge_cases(kb_entities):
 
 def test_gold_answers_re_executed_on_both_engines(splits, kb_schema):
     from kopl2sparql.compiler import compile_program
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
 
     native, sparql = get_executor("native", 42, 1), get_executor("oxigraph", 42, 1)
     rng = random.Random(7)

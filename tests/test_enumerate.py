@@ -11,7 +11,7 @@ from kopl2sparql.errors import ExecutionError
 from kopl2sparql.syntax import parse
 from kopl2sparql.typecheck import check
 from parsers.enumerate import MAX_HOPS, enumerate_programs, link_entities, shapes_for
-from synkqa.templates import templates
+from synkqa.benchmark.templates import templates
 
 VALUES = {"Person": "Person_00371", "City": "City_0736", "City1": "City_0736", "City2": "City_0001",
           "Country": "Country_038", "Org": "Org_0042"}

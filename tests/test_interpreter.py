@@ -16,7 +16,7 @@ from kopl2sparql.syntax import parse
 from ontology import Schema, schema_path
 from store.executor import NativeExecutor, SparqlExecutor
 from store.oxigraph import OxigraphStore
-from synkqa import kbgen
+from synkqa.benchmark import kbgen
 
 # ---- the index --------------------------------------------------------------------------
 

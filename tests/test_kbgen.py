@@ -9,7 +9,7 @@ from decimal import Decimal
 import pyoxigraph as ox
 import pytest
 
-from synkqa import kbgen, paths, world
+from synkqa.benchmark import kbgen, paths, world
 
 # sha256 of the scale-1 KB (seed 42) as sorted N-Triples: pins the *content* across machines
 # and pyoxigraph versions (the Turtle bytes are checked build-to-build below). If a deliberate

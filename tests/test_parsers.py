@@ -18,7 +18,7 @@ from parsers.baselines import (MajorityTemplate, Oracle, PrototypeRetrieval, Ran
                                normalise_entities, template_of)
 from parsers.rerank import ExecutionValidatedParser
 from parsers.template import TemplateClassifier, fill_slots, instantiate, mentions
-from synkqa.templates import templates
+from synkqa.benchmark.templates import templates
 
 FIXTURES = Path(__file__).parent / "fixtures" / "study"
 
@@ -39,7 +39,7 @@ def test_records():
 
 @pytest.fixture(scope="module")
 def executor(kb_store):
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
     return get_executor("oxigraph")
 
 

@@ -5,7 +5,7 @@ extra (``pip install '.[peers]'``: ``kopl``, ``kopl-engine``); CI installs it, s
 CI=true a missing package fails them, elsewhere they are skipped loudly.
 
 Every difference between an official engine and ours is either bridged by a rule in
-:mod:`synkqa.peers` that names it (explanation tags, counted here) or a failure.
+:mod:`synkqa.benchmark.peers` that names it (explanation tags, counted here) or a failure.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from kopl2sparql.errors import ExecutionError
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.kqapro import NoKQAProCounterpart
 from store.executor import NativeExecutor
-from synkqa.kqapro_kb import kb_to_kqapro, summary, write_kqapro
-from synkqa.peers import ERROR, KoplRunner, PeerEngineError, plan_for, reduce_for_kopl_engine, run_kopl_engine
-from synkqa.templates import templates
+from synkqa.benchmark.kqapro_kb import kb_to_kqapro, summary, write_kqapro
+from synkqa.benchmark.peers import ERROR, KoplRunner, PeerEngineError, plan_for, reduce_for_kopl_engine, run_kopl_engine
+from synkqa.benchmark.templates import templates
 from tests.endpoint_servers import in_ci, kb_samples, template_programs
 
 PEER_PROGRAMS = 10_000

@@ -29,7 +29,7 @@ BIRTH_CITY, BIRTH_COUNTRY, HQ_COUNTRY, BIRTH_YEAR, VERIFY, COUNT, INTERSECTION, 
 
 @pytest.fixture(scope="module")
 def executor(kb_store):
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
     return get_executor("oxigraph")
 
 
@@ -152,7 +152,7 @@ def test_k1_equals_tc_and_k5_recovers(executor):
 
 
 def test_engines_agree_on_ev_tc(executor):
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
     train, test = _fixture("train"), _fixture("test")
     ev = ExecutionValidatedParser(ranker=TemplateClassifier(random_state=0)).fit(
         [r["question"] for r in train], [r["template_id"] for r in train])

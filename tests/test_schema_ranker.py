@@ -11,7 +11,7 @@ import pytest
 from kopl2sparql.errors import ModelError
 from parsers.enumerate import enumerate_programs
 from parsers.schema_ranker import FEATURES, QuestionView, SchemaRanker, feature_matrix, features, lexicon
-from synkqa.templates import by_name, templates
+from synkqa.benchmark.templates import by_name, templates
 
 PREFIX = {"Person": ("Person", 6000, 5), "City": ("City", 1200, 4), "Country": ("Country", 120, 3),
           "Organization": ("Org", 800, 4)}

@@ -14,7 +14,7 @@ from ontology import ENTITY_NS, NS, PREFIXES
 from store.oxigraph import (OxigraphStore, file_sha256, query_form, query_in_subprocess,
                             refuse_update)
 from store.results import SelectResult
-from synkqa import world
+from synkqa.benchmark import world
 
 CROSS_PRODUCT_COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f }"
 """~10^14 solutions counted before the first row: never finishes, cannot be interrupted in-process."""

@@ -9,8 +9,8 @@ import pytest
 
 from kopl2sparql.errors import DatasetError
 from kopl2sparql.syntax import parse
-from synkqa import templates as templates_module
-from synkqa.templates import Template, by_name, templates
+from synkqa.benchmark import templates as templates_module
+from synkqa.benchmark.templates import Template, by_name, templates
 
 FIG2 = "The city where Person_00371 was born is located in which country?"
 

@@ -9,7 +9,7 @@ from kopl2sparql.program import Program, Step, ValueType
 from kopl2sparql.syntax import parse
 from kopl2sparql.typecheck import Cardinality, CheckedProgram, check
 from ontology import Schema, schema_path
-from synkqa.kbgen import class_of_name
+from synkqa.benchmark.kbgen import class_of_name
 
 E, N, B, S = ValueType.ENTITIES, ValueType.NUMBER, ValueType.BOOL, ValueType.NAMES
 ONE, OPT, MANY = Cardinality.ONE, Cardinality.OPT, Cardinality.MANY
@@ -180,7 +180,7 @@ def test_unknown_entity_of_any_class_passes_domain_checks(kb_schema):
     ("Find(Person_00001);VerifyRel(works_at,Acme)", "Acme", 2),
 ])
 def test_unknown_entities_fail_at_run_time(text, unknown, step):
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
     with pytest.raises(ExecutionError) as info:
         get_executor("native").execute(parse(text))
     assert str(info.value) == f"execution error at step {step}: unknown entity '{unknown}'"

@@ -30,12 +30,12 @@ Per program, each engine is timed one program at a time (``perf_counter_ns``, ga
 collector off), as a service sees it: a fresh engine, every program new. Ours pay
 parse + type check + execute (+ compile and fact checks for SPARQL); ``kopl-engine`` pays
 ``parse_program`` + ``forward`` and ``kopl`` ``forward``, both only for the KoPL calls that
-produce the answer (the extra calls :mod:`synkqa.peers` makes to check a peer's answer are
+produce the answer (the extra calls :mod:`synkqa.benchmark.peers` makes to check a peer's answer are
 run but not timed). Throughput is measured on the batch: one program at a time, through
 ``execute_many`` (batched VALUES queries for SPARQL) and with ``--workers`` cores.
 
 Every engine's answers are compared with native's. KoPL peers are compared through the
-rules of :mod:`synkqa.peers` (``kopl``: differences it bridges are counted as agreement and
+rules of :mod:`synkqa.benchmark.peers` (``kopl``: differences it bridges are counted as agreement and
 tagged; ``kopl-engine``: prints only the first name of a set and ``no`` for an empty one,
 so ours is cut down the same way before comparing, and programs on which ours raises are
 not comparable). Programs with no KoPL counterpart are counted as "not comparable".

@@ -12,7 +12,7 @@ from collections import Counter
 
 def compare_answers(reference: dict, results: dict) -> None:
     """Set ``agreement`` on every result: per work item, how many programs agree with native."""
-    from synkqa.peers import ERROR
+    from synkqa.benchmark.peers import ERROR
 
     ref_runs = reference.get("runs", {})
     for engine, result in results.items():

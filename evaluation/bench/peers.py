@@ -1,6 +1,6 @@
 """The KoPL peers inside a worker process: the official ``kopl`` engine (:class:`_Kopl`)
 and VisKoP's C++ ``kopl-engine`` (:class:`_KoplEngine`, which ends its process on bad
-input, so it only ever runs in a worker), both through the plans of :mod:`synkqa.peers`,
+input, so it only ever runs in a worker), both through the plans of :mod:`synkqa.benchmark.peers`,
 timing only the calls that produce the answer; and :func:`kopl_engine_incomparable`, why
 a kopl-engine output cannot be compared with ours.
 """
@@ -26,7 +26,7 @@ _TIMED_ROLES = ("main", "left", "right")
 def _plans(texts: list[str]):
     from kopl2sparql.kqapro import NoKQAProCounterpart
     from kopl2sparql.syntax import parse
-    from synkqa.peers import plan_for
+    from synkqa.benchmark.peers import plan_for
 
     plans = []
     for text in texts:
@@ -61,7 +61,7 @@ class _Kopl(_Engine):
     """The official ``kopl`` engine (pure Python), in this worker."""
 
     def load(self) -> dict:
-        from synkqa.peers import KoplRunner
+        from synkqa.benchmark.peers import KoplRunner
 
         start = time.perf_counter()
         with open(self.job["kqapro_json"], encoding="utf-8") as handle:
@@ -71,7 +71,7 @@ class _Kopl(_Engine):
         return {"load_s": round(time.perf_counter() - start, 3), "peak_after_load_mb": peak_rss_mb()}
 
     def run_plan(self, plan):
-        from synkqa.peers import ERROR, PeerEngineError
+        from synkqa.benchmark.peers import ERROR, PeerEngineError
 
         if plan is None:
             return None, 0
@@ -114,12 +114,12 @@ def kopl_engine_incomparable(plan) -> str | None:
       KoPL keeps the list (``Relate`` of several entities along a relation they share), so
       its Count counts duplicates, and kopl-engine's ``What`` prints only the first name,
       so the distinct count cannot be recovered as it is for ``kopl``;
-    - VerifyNum of a Count: :mod:`synkqa.peers` has no kopl-engine reading for it.
+    - VerifyNum of a Count: :mod:`synkqa.benchmark.peers` has no kopl-engine reading for it.
     """
     if plan is None:
         return None
     if plan.finish == "verifycount":
-        return "VerifyNum of a Count: no kopl-engine reading in synkqa.peers"
+        return "VerifyNum of a Count: no kopl-engine reading in synkqa.benchmark.peers"
     if plan.finish == "count" and _may_repeat(plan.calls[0]):
         return "Count of a list that may repeat entities (KoPL keeps duplicates)"
     return None

@@ -30,12 +30,12 @@ from kopl2sparql.errors import SynKQAError
 def _kqapro_json(turtle: Path, scale: int, kb_seed: int, backward: bool, log) -> Path:
     """The KB exported for the KoPL engines, cached beside the Turtle (written by a child
     process, so this process never holds the KB dict)."""
-    from synkqa import paths
+    from synkqa.benchmark import paths
 
     target = paths.home() / f"kqapro-seed{kb_seed}-scale{scale}{'' if backward else '-forward'}.json"
     if not target.exists():
         log(f"  exporting {target.name} ...")
-        code = ("import sys; from synkqa.kqapro_kb import write_kqapro; "
+        code = ("import sys; from synkqa.benchmark.kqapro_kb import write_kqapro; "
                 "write_kqapro(sys.argv[1], sys.argv[2], backward=sys.argv[3] == '1')")
         proc = subprocess.run([sys.executable, "-c", code, str(turtle), str(target), "1" if backward else "0"],
                               capture_output=True, text=True, check=False)
@@ -59,7 +59,7 @@ def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dic
     :raises ConfigError: for a bad configuration.
     :raises WorkerFailed: if the native engine (the reference) fails.
     """
-    from synkqa.world import ensure_turtle
+    from synkqa.benchmark.world import ensure_turtle
 
     config.check()
     out = Path(config.out)

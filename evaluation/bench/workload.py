@@ -153,8 +153,8 @@ class RandomPrograms:
 
 
 def kb_entities(index):
-    """What slot sampling and options need (:class:`synkqa.dataset.KBEntities`), from the index."""
-    from synkqa.dataset import KBEntities
+    """What slot sampling and options need (:class:`synkqa.benchmark.dataset.KBEntities`), from the index."""
+    from synkqa.benchmark.dataset import KBEntities
 
     employer = {p: _one(o) for p, o in index.forward["works_at"].items()}
     birth_city = {p: _one(c) for p, c in index.forward["born_in"].items()}
@@ -170,8 +170,8 @@ def make_workload(index, native, scale: int, sizes: dict[str, int], seed: int, k
     ``run_dir``; the EV-TC questions get their gold answer from ``native`` and ten options.
     """
     from kopl2sparql.syntax import parse
-    from synkqa.dataset import make_choices, sample_split
-    from synkqa.templates import templates
+    from synkqa.benchmark.dataset import make_choices, sample_split
+    from synkqa.benchmark.templates import templates
 
     rng = random.Random(f"bench-{seed}-{scale}")
     work: dict[str, Any] = {"scale": scale}
@@ -189,7 +189,7 @@ def make_workload(index, native, scale: int, sizes: dict[str, int], seed: int, k
     kb = kb_entities(index)
     batch: list[str] = []
     if sizes["batch"]:
-        from synkqa.dataset import SPLIT_SIZES
+        from synkqa.benchmark.dataset import SPLIT_SIZES
 
         for split in ("train", "validation", "test"):
             want = min(SPLIT_SIZES[split], sizes["batch"] - len(batch))

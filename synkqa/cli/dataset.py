@@ -33,7 +33,7 @@ def build_command(
     """
     import json
 
-    from synkqa.dataset import SPLITS, build, progress_bar
+    from synkqa.benchmark.dataset import SPLITS, build, progress_bar
 
     start = time.perf_counter()
     with progress_bar() as update:
@@ -63,7 +63,7 @@ def stats_command(
     Table II: questions, words per question (mean ± std), program steps, unique answers,
     per split. Builds the dataset first if it is not cached.
     """
-    from synkqa.dataset import SPLITS, dataset_stats
+    from synkqa.benchmark.dataset import SPLITS, dataset_stats
 
     stats = dataset_stats(seed, directory)
     if json_output:

@@ -1,7 +1,7 @@
 """``synkqa kb load`` (the KB into a SPARQL server) and ``synkqa kb export`` (KQA Pro JSON).
 
 Both are added to the ``kb`` sub-app owned by :mod:`synkqa.cli.kb`; the work happens in
-:mod:`store.loaders` and :mod:`synkqa.kqapro_kb`.
+:mod:`store.loaders` and :mod:`synkqa.benchmark.kqapro_kb`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class ExportFormat(str, Enum):
 def _turtle(file: Path | None, seed: int, scale: int) -> Path:
     if file is not None:
         return file
-    from synkqa.world import ensure_turtle
+    from synkqa.benchmark.world import ensure_turtle
     return ensure_turtle(seed, scale)
 
 
@@ -88,7 +88,7 @@ def export(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Write the KB in KQA Pro's JSON (concepts, entities, attributes, relations both ways)."""
-    from synkqa.kqapro_kb import write_kqapro
+    from synkqa.benchmark.kqapro_kb import write_kqapro
 
     summary = write_kqapro(_turtle(file, seed, scale), out, backward=not forward_only)
     if as_json:

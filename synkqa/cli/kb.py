@@ -86,7 +86,7 @@ def build(
 ) -> None:
     """Generate the KB deterministically and write it as Turtle (atomically), optionally into a store."""
     from store.oxigraph import OxigraphStore, file_sha256
-    from synkqa import kbgen, paths, world
+    from synkqa.benchmark import kbgen, paths, world
 
     target = _writable_file(out if out is not None else paths.kb_turtle(seed, scale), "the Turtle")
     _store_dir(store)
@@ -146,8 +146,8 @@ def stats(
     Exits 1 when a measured count differs from the expected one (paper x scale). With --kb,
     the counts of that KB (entities per class, edges per relation, values per attribute).
     """
-    from synkqa import world
-    from synkqa.kbgen import PAPER_TABLE_I
+    from synkqa.benchmark import world
+    from synkqa.benchmark.kbgen import PAPER_TABLE_I
 
     if kb is not None:
         return _kb_file_stats(kb, as_json, timeout)
@@ -190,8 +190,8 @@ def stats(
 
 def _kb_file_stats(kb: Path, as_json: bool, timeout: float) -> None:
     from store.oxigraph import OxigraphStore
-    from synkqa import world
-    from synkqa.executors import kb_file_schema
+    from synkqa.benchmark import world
+    from synkqa.benchmark.executors import kb_file_schema
 
     schema = kb_file_schema(kb)            # validates the file before any store is built
     path = world.ensure_kb_file_store(kb, progress=not as_json)
@@ -238,7 +238,7 @@ def validate(
     Uses rdflib in memory: fine at scale 1 (about 5 s), impractical far beyond scale 10.
     """
     from ontology.shacl import validate as shacl_validate
-    from synkqa import world
+    from synkqa.benchmark import world
 
     if file is not None and not file.is_file():
         raise ConfigError(f"Turtle file not found: {file}")
@@ -377,10 +377,10 @@ def sparql(
                 result = type(result)(result.variables, result.rows[:row_limit], True)
         else:
             from store.oxigraph import query_in_subprocess, refuse_update
-            from synkqa import world
+            from synkqa.benchmark import world
             refuse_update(text)  # before building anything
             if kb is not None:
-                from synkqa.executors import kb_file_schema
+                from synkqa.benchmark.executors import kb_file_schema
                 prefixes = kb_file_schema(kb).prefixes        # the file's own, predeclared
                 path = world.ensure_kb_file_store(kb, progress=True)
                 result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit, prefixes=prefixes)
@@ -392,7 +392,7 @@ def sparql(
     seconds = time.perf_counter() - start
     rendered = render(result, fmt)
     if out is not None:
-        from synkqa.paths import atomic_path
+        from synkqa.benchmark.paths import atomic_path
         with atomic_path(out) as tmp:
             tmp.write_text(rendered, encoding="utf-8")
     else:

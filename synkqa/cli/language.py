@@ -59,7 +59,7 @@ def read_program(text: str) -> Program:
 
 
 def _schema(kb: Optional[Path], seed: int = 42, scale: int = 1):
-    from synkqa.executors import schema_for
+    from synkqa.benchmark.executors import schema_for
     return schema_for(seed, scale, kb, progress=True)
 
 
@@ -137,7 +137,7 @@ def _trace_dict(step: Any) -> dict:
 
 
 def _make_executor(backend: str, cross_check: bool, seed: int, scale: int, kb: Optional[Path]):
-    from synkqa.executors import get_executor
+    from synkqa.benchmark.executors import get_executor
     return get_executor(backend, seed=seed, scale=scale, kb=kb, cross_check=cross_check, progress=True)
 
 

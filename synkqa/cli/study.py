@@ -183,7 +183,7 @@ def predict_command(
             executor = make_executor(backend)
         with progress.task(f"answer with {spec.name}", len(queries)) as task:
             predictions = answer_all(answerer, queries, ProgramRunner(executor), task=task)
-    from synkqa import paths
+    from synkqa.benchmark import paths
     with paths.atomic_path(output_file) as tmp:
         with open(tmp, "w", encoding="utf-8") as out:
             for p in predictions:
@@ -249,7 +249,7 @@ def evaluate_command(
     predictions = result.pop("predictions")
     result["split"] = split
     if predictions_file is not None:
-        from synkqa import paths
+        from synkqa.benchmark import paths
         with paths.atomic_path(predictions_file) as tmp:
             tmp.write_text("".join(json.dumps(p.to_json(), ensure_ascii=False) + "\n" for p in predictions),
                            encoding="utf-8")
@@ -265,7 +265,7 @@ def evaluate_command(
                  f"programs executed/question {result['mean_executions']:.2f}{examined}")
     stdout.print(_metrics_table("by hops", result["by_hops"], "hops"))
     stdout.print(_metrics_table("by reasoning type", result["by_reasoning"], "reasoning"))
-    from synkqa.templates import templates
+    from synkqa.benchmark.templates import templates
     names = {str(t.id): t.name for t in templates()}
     stdout.print(_metrics_table("by template", {f"{t} {names.get(str(t), '')}": m
                                                 for t, m in result["by_template"].items()}, "template"))

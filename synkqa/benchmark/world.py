@@ -14,7 +14,7 @@ from pathlib import Path
 from kopl2sparql.errors import StoreError
 from store.oxigraph import OxigraphStore, StoreLocked, file_sha256
 from ontology import Schema, schema_path
-from synkqa import kbgen, paths
+from synkqa.benchmark import kbgen, paths
 
 
 @contextmanager

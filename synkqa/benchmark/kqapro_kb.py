@@ -117,7 +117,7 @@ def write_kqapro(turtle: Path | str, out: Path | str, *, backward: bool = True) 
     The summary counts concepts, entities, attributes and relation facts (each direction
     written counts once).
     """
-    from synkqa.paths import atomic_path
+    from synkqa.benchmark.paths import atomic_path
 
     kb = kb_to_kqapro(turtle, backward=backward)
     with atomic_path(Path(out)) as tmp:

@@ -1,6 +1,6 @@
 """Our programs on the official KoPL engines: ``kopl`` (KQA Pro's executor) and ``kopl-engine`` (VisKoP's C++).
 
-Both engines read the KB exported by :mod:`synkqa.kqapro_kb` and run KQA Pro function
+Both engines read the KB exported by :mod:`synkqa.benchmark.kqapro_kb` and run KQA Pro function
 lists (:func:`kopl2sparql.kqapro.to_kqapro`). Where KoPL has no single function for one of
 ours, a program becomes a small *plan*: one or more KoPL programs plus a rule that turns
 their outputs into our canonical answer. Every rule that differs from reading the answer
@@ -393,7 +393,7 @@ def run_kopl_engine(kb_json: Path | str, programs: Sequence[Sequence[dict]], *, 
         raise ConfigError(f"no such KB JSON file: {kb_json}")
     payload = json.dumps({"kb": str(kb_json), "workers": workers, "programs": [list(p) for p in programs]})
     try:
-        proc = subprocess.run([sys.executable, "-m", "synkqa.peers", "kopl-engine"], input=payload,
+        proc = subprocess.run([sys.executable, "-m", "synkqa.benchmark.peers", "kopl-engine"], input=payload,
                               capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise PeerEngineError(f"kopl-engine did not finish {len(programs)} programs in {timeout:g} s") from None
@@ -436,5 +436,5 @@ def _kopl_engine_child() -> int:
 if __name__ == "__main__":
     if sys.argv[1:] == ["kopl-engine"]:
         sys.exit(_kopl_engine_child())
-    print("usage: python -m synkqa.peers kopl-engine  (JSON request on stdin)", file=sys.stderr)
+    print("usage: python -m synkqa.benchmark.peers kopl-engine  (JSON request on stdin)", file=sys.stderr)
     sys.exit(2)

@@ -100,7 +100,7 @@ def templates() -> tuple[Template, ...]:
     :raises DatasetError: if ``data/templates.json`` is inconsistent (slot holes that do not
         match the slots, weights not summing to 1, a test form equal to a train form).
     """
-    raw = json.loads(resources.files("synkqa").joinpath("data/templates.json").read_text())
+    raw = json.loads(resources.files("synkqa.benchmark").joinpath("data/templates.json").read_text())
     items = tuple(Template(id=t["id"], name=t["name"], reasoning=t["reasoning"], hops=t["hops"],
                            weight=t["weight"], slots=tuple(tuple(s) for s in t["slots"]),
                            skeleton=t["skeleton"], train=t["train"], test=t["test"])

@@ -1,7 +1,7 @@
 """The SynKQA-Pro benchmark: questions, gold programs and answers, ten options, JSONL files.
 
 One build (seed 42) writes ``train.jsonl`` (100,000), ``validation.jsonl`` (10,000) and
-``test.jsonl`` (10,000) plus ``manifest.json`` under :func:`synkqa.paths.dataset_dir`.
+``test.jsonl`` (10,000) plus ``manifest.json`` under :func:`synkqa.benchmark.paths.dataset_dir`.
 The record format is documented in ``docs/DATASET.md``.
 
 How a question is made (paper §2):
@@ -56,10 +56,10 @@ from kopl2sparql.program import Program, Step
 from kopl2sparql.syntax import parse
 from ontology import ENTITY_NS, NS, RDFS
 from store.executor import SparqlExecutor, typecheck
-from synkqa.executors import get_executor
-from synkqa import paths
-from synkqa.kbgen import NAME_PREFIX
-from synkqa.templates import Template, templates
+from synkqa.benchmark.executors import get_executor
+from synkqa.benchmark import paths
+from synkqa.benchmark.kbgen import NAME_PREFIX
+from synkqa.benchmark.templates import Template, templates
 
 __all__ = [
     "SPLITS", "SPLIT_SIZES", "NUM_CHOICES", "BOOLEAN_FILLERS", "VERIFY_TRUE_EMPLOYER_RATE",
@@ -378,7 +378,7 @@ class GoldEngines:
             program = parse(draft.kopl)
             if (program, to_kqapro(program)) != (made.program(), made.kqapro()):
                 raise DatasetError(f"per-skeleton cache diverged from a fresh parse on {draft.kopl} "
-                                   f"(template {draft.template.name}); this is a bug in synkqa.dataset")
+                                   f"(template {draft.template.name}); this is a bug in synkqa.benchmark.dataset")
         return made
 
 

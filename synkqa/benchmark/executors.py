@@ -44,7 +44,7 @@ def schema_for(seed: int = 42, scale: int = 1, kb: Path | str | None = None, pro
     """The schema of the KB an executor of these arguments runs on."""
     if kb is not None:
         return kb_file_schema(kb)
-    from synkqa.world import kb_schema
+    from synkqa.benchmark.world import kb_schema
     return kb_schema(seed, scale, progress=progress)
 
 
@@ -81,14 +81,14 @@ def _build_executor(backend: str, seed: int, scale: int, kb, cross_check: bool, 
     if backend == "native":
         if kb is not None:
             return NativeExecutor(KBIndex.from_turtle(kb, schema), schema)
-        from synkqa.world import ensure_turtle
+        from synkqa.benchmark.world import ensure_turtle
         return NativeExecutor(KBIndex.from_turtle(ensure_turtle(seed, scale, progress=progress), schema), schema)
     if backend == "oxigraph":
         if kb is not None:
             store = OxigraphStore()
             store.load_turtle(Path(kb), with_ontology=False)
             return SparqlExecutor(store, schema, name="oxigraph", dialect=OXIGRAPH)
-        from synkqa.world import open_store
+        from synkqa.benchmark.world import open_store
         return SparqlExecutor(open_store(seed, scale, progress=progress), schema, name="oxigraph", dialect=OXIGRAPH)
     if backend.startswith(("http://", "https://")):
         from store.remote import EndpointStore       # the seam for remote endpoints, loaded lazily
