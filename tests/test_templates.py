@@ -111,7 +111,7 @@ def test_unknown_template_name_suggests_the_closest():
 
 
 def test_inconsistent_templates_file_is_rejected(monkeypatch, tmp_path):
-    raw = json.loads(templates_module.resources.files("synkqa").joinpath("data/templates.json").read_text())
+    raw = json.loads(templates_module.resources.files("synkqa.benchmark").joinpath("data/templates.json").read_text())
 
     def load(mutate):
         data = json.loads(json.dumps(raw))

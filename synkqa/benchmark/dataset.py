@@ -435,7 +435,7 @@ def _check_split(split: str) -> None:
 
 def templates_digest() -> str:
     """sha256 of the shipped ``templates.json`` (a cached dataset from other templates is stale)."""
-    raw = resources.files("synkqa").joinpath("data/templates.json").read_bytes()
+    raw = resources.files("synkqa.benchmark").joinpath("data/templates.json").read_bytes()
     return hashlib.sha256(raw).hexdigest()
 
 
