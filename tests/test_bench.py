@@ -248,6 +248,7 @@ def _require_peers() -> list[str]:
     return missing
 
 
+@pytest.mark.slow
 def test_bench_smoke_every_engine_runs_and_agrees(tmp_path):
     missing = _require_peers()
     out = tmp_path / "bench"
@@ -271,6 +272,7 @@ def test_bench_smoke_every_engine_runs_and_agrees(tmp_path):
     assert not list(out.glob("run-*"))                          # the run's scratch directory is gone
 
 
+@pytest.mark.slow
 @pytest.mark.endpoint
 def test_bench_smoke_servers_through_the_fixtures(tmp_path, oxigraph_server, virtuoso_server):
     result = CliRunner().invoke(_app(), [

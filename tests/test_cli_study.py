@@ -125,6 +125,7 @@ def test_evaluate_json(kb_store):
     assert invoke("evaluate", "-s", "tc", "--backend", "sqlite", *DATA).exit_code == 2
 
 
+@pytest.mark.slow
 def test_reproduce_smoke_is_deterministic(tmp_path, kb_store):
     first, second = tmp_path / "a", tmp_path / "b"
     result = invoke("reproduce", "--out", first, "--seeds", "0,1", *DATA)

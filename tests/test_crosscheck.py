@@ -168,6 +168,7 @@ class Grammar:
         return build()
 
 
+@pytest.mark.slow
 def test_random_programs_agree_on_both_engines(index, engines, kb_schema):
     grammar = Grammar(index, kb_schema)
     stats: Counter = Counter()

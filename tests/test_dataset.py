@@ -27,6 +27,8 @@ from synkqa.benchmark import dataset as ds
 from synkqa.cli import app
 from synkqa.benchmark.templates import by_name, templates
 
+pytestmark = pytest.mark.slow        # builds the dataset: in the full suite, not the fast tier
+
 FIG2 = "The city where Person_00371 was born is located in which country?"
 ENTITY = re.compile(r"\b(Person|City|Country|Org)_[0-9]+\b")
 

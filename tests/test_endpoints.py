@@ -33,7 +33,7 @@ from store.loaders import count_triples, load_virtuoso, run_isql
 from store.remote import EndpointStore
 from tests.endpoint_servers import free_port, kb_samples, random_programs, template_programs
 
-pytestmark = pytest.mark.endpoint
+pytestmark = [pytest.mark.endpoint, pytest.mark.slow]     # real servers: in the full suite, not the fast tier
 
 REPO = Path(__file__).resolve().parent.parent
 PER_TEMPLATE = int(os.environ.get("SYNKQA_ENDPOINT_PER_TEMPLATE", "60"))   # 540 gold programs

@@ -7,6 +7,8 @@ source, a step number inside the program, and a printable message.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -58,12 +60,14 @@ def test_arbitrary_unicode_text(kb_schema, text):
     _front_end(text, kb_schema)
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(text=st.text(alphabet=_LANGUAGE, max_size=60))
 def test_text_from_the_language_alphabet(kb_schema, text):
     _front_end(text, kb_schema)
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(text=st.lists(st.sampled_from(_WORDS), max_size=25).map("".join))
 def test_sequences_of_language_tokens(kb_schema, text):
@@ -96,6 +100,7 @@ def mutated_programs(draw, schema) -> str:
     return text
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(data=st.data())
 def test_mutations_of_valid_programs(kb_schema, data):
@@ -118,6 +123,7 @@ _JSON = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(value=_JSON)
 def test_from_kqapro_on_arbitrary_json(kb_schema, value):
@@ -127,6 +133,7 @@ def test_from_kqapro_on_arbitrary_json(kb_schema, value):
         assert error.message
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(data=st.data())
 def test_from_kqapro_on_mutated_lists(kb_schema, data):

@@ -290,6 +290,7 @@ def test_from_kqapro_errors(steps, message, step):
 _FAST = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @_FAST
 @given(data=st.data())
 def test_random_typed_programs_check_and_round_trip(kb_schema, data):
@@ -305,6 +306,7 @@ def test_round_trip_holds_for_every_stack_valid_program(program):
     assert from_kqapro(to_kqapro(program)) == program
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(data=st.data())
 def test_strict_output_round_trips_when_it_exists(kb_schema, data):

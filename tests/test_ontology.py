@@ -136,12 +136,14 @@ def kb_graph(kb_turtle) -> rdflib.Graph:
     return rdflib.Graph().parse(kb_turtle, format="turtle")
 
 
+@pytest.mark.slow
 def test_scale1_kb_conforms(kb_graph):
     report = validate(kb_graph)
     assert report.conforms, report.summary()
     assert report.violations == ()
 
 
+@pytest.mark.slow
 def test_broken_kb_fails_on_exactly_the_broken_nodes(kb_turtle):
     graph = rdflib.Graph().parse(kb_turtle, format="turtle")
 

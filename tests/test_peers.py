@@ -29,6 +29,8 @@ from synkqa.benchmark.peers import ERROR, KoplRunner, PeerEngineError, plan_for,
 from synkqa.benchmark.templates import templates
 from tests.endpoint_servers import in_ci, kb_samples, template_programs
 
+pytestmark = pytest.mark.slow        # the official KoPL engines: in the full suite, not the fast tier
+
 PEER_PROGRAMS = 10_000
 KOPL_ENGINE_PER_TEMPLATE = 30
 RANDOM_FOR_KOPL = 1200

