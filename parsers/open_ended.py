@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 import parsers.trace_validators  # noqa: F401  (registers the validators and the "best" rule)
 from kopl2sparql.errors import ModelError
-from parsers.base import (Candidate as Examined, Executor, Prediction, ProgramRunner, Query, as_runner,
+from parsers.base import (Candidate as Examined, Executor, Prediction, ProgramRunner, Query, as_runner, schema_of,
                           queries_from)
 from parsers.enumerate import MAX_HOPS, enumerate_programs
 from parsers.schema_ranker import FEATURES, SchemaRanker
@@ -223,7 +223,9 @@ class SchemaValidatedParser(BaseEstimator):
         ranker = self._fitted()
         validator = validator or get_validator(self.validator)
         rule = rule or get_selection(self.selection)
-        ranked = ranker.rank(query.question, enumerate_programs(query.question, max_hops=self.max_hops))
+        # Candidates are typed against the schema of the KB the runner executes on.
+        candidates = enumerate_programs(query.question, schema_of(runner), max_hops=self.max_hops)
+        ranked = ranker.rank(query.question, candidates)
         top = ranked[:int(self.k)]
         if top and query.choices is None and self.rollback_confidence is not None:
             margin = math.log(self.rollback_confidence / (1.0 - self.rollback_confidence))
