@@ -47,16 +47,20 @@ class Relate(Operator):
         return Value(ValueType.ENTITIES, index, None if target is None else frozenset((target,)), card)
 
     def run(self, it, step, i, members):
-        return neighbours(it.relation(step, i, it.forward), members)
+        return neighbours(it.relation(step, i, it.forward if self.forward else it.inverse), members)
 
     def lower(self, cc, step, i, a):
         info = cc.relation(step.args[0], step, i)
+        forward = self.forward
+        target = info.range if forward else info.domain
+        classes = frozenset((target,)) if target else ANY
 
         def relate(s: SetFrag) -> SetFrag:
-            classes = frozenset((info.range,)) if info.range else ANY
             b = Var(variable_base(classes))
-            card = Card.OPT if info.functional and s.card <= Card.OPT else Card.MANY
-            return SetFrag((*s.patterns, Triple(s.term, info.name, b)), b, classes, card)
+            if forward:
+                card = Card.OPT if info.functional and s.card <= Card.OPT else Card.MANY
+                return SetFrag((*s.patterns, Triple(s.term, info.name, b)), b, classes, card)
+            return SetFrag((*s.patterns, Triple(b, info.name, s.term)), b, classes, Card.MANY)
         return distribute(a, relate)
 
 
@@ -64,18 +68,6 @@ class RelateInv(Relate):
     name = "RelateInv"
     doc = "union of incoming relation neighbours"
     forward = False
-
-    def run(self, it, step, i, members):
-        return neighbours(it.relation(step, i, it.inverse), members)
-
-    def lower(self, cc, step, i, a):
-        info = cc.relation(step.args[0], step, i)
-
-        def relate_inv(s: SetFrag) -> SetFrag:
-            classes = frozenset((info.domain,)) if info.domain else ANY
-            b = Var(variable_base(classes))
-            return SetFrag((*s.patterns, Triple(b, info.name, s.term)), b, classes, Card.MANY)
-        return distribute(a, relate_inv)
 
 
 class And(Operator):
