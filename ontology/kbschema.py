@@ -366,6 +366,7 @@ class _Collector:
         self.ranges: dict[str, str] = {}
         # predicate -> subject -> number of values; objects of relations; literal datatypes
         self.uses: dict[str, dict[str, int]] = {}
+        self.literal_uses: dict[str, dict[str, int]] = {}   # the same, literal objects only
         self.iri_objects: dict[str, set[str]] = {}
         self.datatypes: dict[str, set[str]] = {}
 
@@ -401,6 +402,8 @@ class _Collector:
                 iri_objects.setdefault(p, set()).add(obj.value)
             elif type(obj) is literal:
                 datatypes.setdefault(p, set()).add(obj.datatype.value if obj.datatype else XSD + "string")
+                counts = self.literal_uses.setdefault(p, {})
+                counts[s] = counts.get(s, 0) + 1
 
     def _meta(self, s: str, p: str, obj) -> None:
         value = obj.value
@@ -493,9 +496,15 @@ class _Collector:
         def infer_class(iris: Iterable[str]) -> str | None:
             return instances.common_class(name_of_entity[i] for i in iris if i in name_of_entity)
 
-        def functional(p: str) -> bool:
-            return OWL + "FunctionalProperty" in declared.get(p, ()) or \
-                all(n <= 1 for n in self.uses.get(p, {}).values())
+        def functional(p: str, relation: bool) -> bool:
+            # Values of the property's own kind only: a declared relation's stray literals
+            # (or an attribute's IRIs) are not values of it.
+            if OWL + "FunctionalProperty" in declared.get(p, ()):
+                return True
+            literals = self.literal_uses.get(p, {})
+            if not relation:
+                return all(n <= 1 for n in literals.values())
+            return all(n - literals.get(s, 0) <= 1 for s, n in self.uses.get(p, {}).items())
 
         def total(p: str, domain: str | None) -> bool:
             if domain is None:
@@ -508,14 +517,14 @@ class _Collector:
             label, alts = words(iri, name)
             domain = class_of_iri.get(self.domains.get(iri, "")) or infer_class(self.uses.get(iri, ()))
             range_ = class_of_iri.get(self.ranges.get(iri, "")) or infer_class(self.iri_objects.get(iri, ()))
-            relations[name] = RelationInfo(name, label, alts, domain, range_, functional(iri), iri,
+            relations[name] = RelationInfo(name, label, alts, domain, range_, functional(iri, True), iri,
                                            total(iri, domain))
         attributes = {}
         for name, iri in names_of(attribute_iris, "attributes").items():
             label, alts = words(iri, name)
             domain = class_of_iri.get(self.domains.get(iri, "")) or infer_class(self.uses.get(iri, ()))
             datatype, value_type = _value_type(self.ranges.get(iri), self.datatypes.get(iri, set()))
-            attributes[name] = AttributeInfo(name, label, alts, domain, datatype, functional(iri), iri,
+            attributes[name] = AttributeInfo(name, label, alts, domain, datatype, functional(iri, False), iri,
                                              value_type, total(iri, domain))
         clash = set(relations) & set(attributes)
         if clash:

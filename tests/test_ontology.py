@@ -345,3 +345,20 @@ def test_schema_readers_agree(tmp_path):
         Schema.from_turtle(tmp_path / "nope.ttl")
     with pytest.raises(ConfigError, match="not valid Turtle"):
         Schema.from_turtle_text("this is not turtle")
+
+
+def test_a_declared_relations_stray_literal_does_not_make_it_non_functional():
+    from ontology import Schema
+    schema = Schema.from_turtle_text("""
+        @prefix ex: <http://example.org/> . @prefix owl: <http://www.w3.org/2002/07/owl#> .
+        ex:r a owl:ObjectProperty .
+        ex:a a ex:T ; ex:r ex:b, "a note" .
+        ex:b a ex:T ; ex:r ex:a, ex:c .
+        ex:c a ex:T .""")
+    assert not schema.relations["r"].functional            # ex:b has two IRI values
+    one = Schema.from_turtle_text("""
+        @prefix ex: <http://example.org/> . @prefix owl: <http://www.w3.org/2002/07/owl#> .
+        ex:r a owl:ObjectProperty .
+        ex:a a ex:T ; ex:r ex:b, "a note" .
+        ex:b a ex:T .""")
+    assert one.relations["r"].functional                    # one IRI value each; the literal is not one
