@@ -88,12 +88,14 @@ from typing import Literal
 
 from kopl2sparql.answer import format_number
 from kopl2sparql.dialects import PORTABLE, Dialect
-from kopl2sparql.errors import ProgramError, ProgramTypeError, unknown_name_message
-from kopl2sparql.fragments import (ANY, FRAG_TYPE, AttributeGuard, BoolFrag, Card, EntityGuard, Guard, NamesFrag,
+from kopl2sparql.errors import ProgramError, ProgramTypeError
+from kopl2sparql.fragments import (ANY, AttributeGuard, BoolFrag, EntityGuard, Guard, NamesFrag,
                                    SetFrag, SingletonGuard, as_var, entity_values)
 from kopl2sparql.operators import OPERATORS
-from kopl2sparql.program import COMPARATORS, ArgKind, Program, Step
-from kopl2sparql.runtime import VALUE_WORDS, parse_number
+from kopl2sparql.program import Program, Step
+from kopl2sparql.runtime import parse_number
+from kopl2sparql.shapes import program_shape
+from kopl2sparql.typecheck import check
 from kopl2sparql.sparqltree import SCHEMA, Entity, Never, Num, Optional_, Select, Triple, Var, render_ask, render_select, variable_base
 from ontology import Schema
 
@@ -157,28 +159,27 @@ class CompiledQuery:
 
 
 class _Compiler:
-    """One compilation (run with ``SCHEMA`` set to ``schema``)."""
+    """One compilation of a program the type checker accepted (``types``: its
+    :class:`~kopl2sparql.types.StepType` per step), run with ``SCHEMA`` set to ``schema``.
 
-    def __init__(self, steps: tuple[Step, ...], schema: Schema, dialect: Dialect = PORTABLE):
+    Validation, names, did-you-mean and cardinality are the checker's: lowering trusts them
+    and reads the checker's verdicts (e.g. whether a QueryAttr needs a run-time check).
+    """
+
+    def __init__(self, steps: tuple[Step, ...], schema: Schema, dialect: Dialect, types: tuple):
         self.steps = steps
         self.schema = schema
         self.dialect = dialect
+        self.types = types
         self.guards: list[Guard] = []
         self.seen_entities: set[str] = set()
 
-    # -- validation --------------------------------------------------------------------
-
-    def fail(self, message: str, step: Step, i: int):
-        raise ProgramTypeError(message, span=step.span, step=i)
+    # -- what the operators' lowering reads -------------------------------------------------
 
     def entities(self, text: str, step: Step, i: int) -> tuple[str, ...] | None:
         """Names of the entities ``text`` names, each guarded (must exist); ``None`` when
         no entity can have that name (the guard then fails before any query)."""
-        if not isinstance(text, str) or not text:
-            self.fail(f"not an entity name: {text!r}", step, i)
-        names = self.schema.resolve(text)
-        if not names:
-            names = (text,)          # unknown here: the guard asks the store
+        names = self.schema.resolve(text) or (text,)      # unknown here: the guard asks the store
         iris = [self.schema.entity_iri(n) for n in names]
         for name, iri in zip(names, iris):
             if name not in self.seen_entities:
@@ -190,68 +191,37 @@ class _Compiler:
         """The set ``Find(text)`` stands for: a constant for one entity, else VALUES."""
         names = self.entities(text, step, i)
         if names is None:
-            return SetFrag((Never(),), Var("entity"), ANY, Card.OPT)
+            return SetFrag((Never(),), Var("entity"), ANY)
         if len(names) == 1:
             cls = self.schema.entity_classes(names[0])
-            return SetFrag((), Entity(names[0]), cls or ANY, Card.ONE)
+            return SetFrag((), Entity(names[0]), cls or ANY)
         classes = frozenset().union(*(self.schema.entity_classes(n) or () for n in names))
         var = Var(variable_base(classes))
-        return SetFrag(entity_values(var, names), var, classes, Card.MANY)
+        return SetFrag(entity_values(var, names), var, classes)
 
     def relation(self, name: str, step: Step, i: int):
-        info = self.schema.relations.get(name)
-        if info is None:
-            self.fail(unknown_name_message("relation", name, self.schema.relations, self._synonyms("relations")),
-                      step, i)
-        return info
+        return self.schema.relations[name]
 
     def attribute(self, name: str, step: Step, i: int):
-        info = self.schema.attributes.get(name)
-        if info is None:
-            self.fail(unknown_name_message("attribute", name, self.schema.attributes, self._synonyms("attributes")),
-                      step, i)
-        return info
-
-    def _synonyms(self, table: str) -> dict[str, str]:
-        return {w: name for name, info in getattr(self.schema, table).items() for w in (info.label, *info.alt_labels)}
+        return self.schema.attributes[name]
 
     def comparator(self, symbol: str, step: Step, i: int) -> str:
-        if symbol not in COMPARATORS:
-            self.fail(f"unknown comparator '{symbol}'; use one of {' '.join(COMPARATORS)}", step, i)
         return symbol
 
     def number(self, text: str, step: Step, i: int) -> Num:
         return Num(format_number(parse_number(text, i)))
 
-    def pop(self, stack: list, op, step: Step, i: int) -> list:
-        """The operands of ``op`` (push order), the topmost checked first."""
-        operands = []
-        for want in reversed(op.pops):
-            if not stack:
-                self.fail(f"{step.op} needs {VALUE_WORDS[want]} but the stack is empty", step, i)
-            frag = stack.pop()
-            got = FRAG_TYPE[type(frag)]
-            if got is not want:
-                self.fail(f"{step.op} needs {VALUE_WORDS[want]}, got {VALUE_WORDS[got]}", step, i)
-            operands.append(frag)
-        operands.reverse()
-        return operands
-
     # -- the stack machine ---------------------------------------------------------------
 
     def run(self) -> list:
-        if not self.steps:
-            raise ProgramTypeError("empty program")
         stack: list = []
         for i, step in enumerate(self.steps, 1):
-            op = OPERATORS.get(step.op)
-            if op is None:
-                self.fail(unknown_name_message("function", step.op, OPERATORS), step, i)
-            if len(step.args) != len(op.args):
-                self.fail(f"{step.op} takes {len(op.args)} argument(s), got {len(step.args)}", step, i)
-            if not all(isinstance(a, str) for a in step.args):
-                self.fail(f"{step.op}: arguments must be text, got {step.args!r}", step, i)
-            stack.append(op.lower(self, step, i, *self.pop(stack, op, step, i)))
+            op = OPERATORS[step.op]
+            need = len(op.pops)
+            operands = stack[len(stack) - need:] if need else []
+            if need:
+                del stack[len(stack) - need:]
+            stack.append(op.lower(self, step, i, *operands))
         return stack
 
     # -- rendering: the dialect pass, then the text -----------------------------------------
@@ -295,7 +265,7 @@ class _Compiler:
         operand, attribute, step = top.attr
         # The last QueryAttr is checked on its own rows, not by a guard query.
         guards = [g for g in guards if not (isinstance(g, (SingletonGuard, AttributeGuard)) and g.step == step)]
-        if operand.card is Card.ONE and isinstance(operand.term, Entity):
+        if operand.constant:
             text, r, sel = self.render_select(Select((top.var,), top.patterns))
             check = AttrCheck(step, attribute, entity=operand.term.name)
         else:
@@ -313,10 +283,6 @@ class _Compiler:
 
 
 # ---- prepared queries: compile one program per shape, substitute names for the rest ---------
-
-_ENTITY_ARGS = {name: tuple(i for i, kind in enumerate(op.args) if kind is ArgKind.ENTITY)
-                for name, op in OPERATORS.items()}
-
 
 @dataclass(frozen=True)
 class Prepared:
@@ -339,49 +305,6 @@ class Prepared:
             out.append(names[slot])
             out.append(piece)
         return "".join(out)
-
-
-def program_shape(steps: tuple[Step, ...], schema: Schema) -> tuple[tuple, tuple[str, ...]] | None:
-    """``(key, names)``: the program with its entity names abstracted, and the names.
-
-    Everything the compiler's output depends on stays in the key: the operators and their
-    other arguments, each entity's classes (they pick variable names), which entity arguments
-    are the same entity (And of one entity twice, guard de-duplication) and the order of
-    the distinct names (Or of constants sorts them). ``None`` when an argument is not the
-    name of an entity of the schema written plainly in its entity namespace: such programs
-    are compiled directly.
-    """
-    names: list[str] = []
-    index: dict[str, int] = {}
-    key = []
-    types = schema.entity_types
-    iris = schema.entity_iris
-    namespace = schema.entity_namespace
-    for step in steps:
-        positions = _ENTITY_ARGS.get(step.op)
-        if not positions:
-            key.append((step.op, step.args))
-            continue
-        args = list(step.args)
-        for i in positions:
-            if i >= len(args):
-                return None
-            name = args[i]
-            if not isinstance(name, str):
-                return None
-            k = index.get(name)
-            if k is None:
-                cls = types.get(name)
-                if cls is None or not _NAME.match(name) or iris[name] != namespace + name:
-                    return None
-                k = index[name] = len(names)
-                names.append(name)
-            else:
-                cls = None                      # the classes are in the key at first appearance
-            args[i] = (k, cls)
-        key.append((step.op, tuple(args)))
-    order = tuple(sorted(range(len(names)), key=names.__getitem__))
-    return (tuple(key), order), tuple(names)
 
 
 def _cut(text: str, names: tuple[str, ...], token: re.Pattern) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
@@ -417,12 +340,16 @@ class Compiler:
         self.prepared.clear()
         self.compiled.clear()
 
-    def compile(self, steps: tuple[Step, ...]) -> CompiledQuery:
+    def compile(self, steps: tuple[Step, ...], source: str | None = None) -> CompiledQuery:
+        """The query of a program (or prefix) given as its steps; ``source`` locates errors.
+
+        :raises ProgramError: from the type checker, for a program it refuses.
+        """
         found = self.compiled.get(steps)
         if found is None:
             token = SCHEMA.set(self.schema)
             try:
-                found = self._compile(steps)
+                found = self._compile(steps, source)
             finally:
                 SCHEMA.reset(token)
             if len(self.compiled) >= self.CACHE_MAX:
@@ -434,20 +361,25 @@ class Compiler:
         """Compile without any cache or prepared shape (what the prepared path must equal)."""
         token = SCHEMA.set(self.schema)
         try:
-            compiler = _Compiler(steps, self.schema, self.dialect)
-            return compiler.finish(compiler.run())
+            return self._lower(steps, None)
         finally:
             SCHEMA.reset(token)
 
-    def _compile(self, steps: tuple[Step, ...]) -> CompiledQuery:
+    def _lower(self, steps: tuple[Step, ...], source: str | None) -> CompiledQuery:
+        if not steps:
+            raise ProgramTypeError("empty program", source)
+        checked = check(Program(steps, source), self.schema, allow_prefix=True)
+        compiler = _Compiler(steps, self.schema, self.dialect, checked.steps)
+        return compiler.finish(compiler.run())
+
+    def _compile(self, steps: tuple[Step, ...], source: str | None) -> CompiledQuery:
         shape = program_shape(steps, self.schema) if self.token is not None else None
         if shape is not None:
             key, names = shape
             prototype = self.prepared.get(key)
             if prototype is not None:
                 return self._instantiate(prototype, names)
-        compiler = _Compiler(steps, self.schema, self.dialect)
-        compiled = compiler.finish(compiler.run())
+        compiled = self._lower(steps, source)
         if shape is None:
             return compiled
         prototype = self._prepare(compiled, names)
@@ -526,15 +458,16 @@ def compile_program(program: Program, schema: Schema, dialect: Dialect = PORTABL
 
     Results are cached per schema by the program's steps (equivalently, its canonical text).
 
-    :raises ProgramTypeError: for a program that breaks the stack discipline or names an
-        unknown function, relation, attribute or comparator, or a malformed entity/number.
+    :raises ProgramError: the type checker's verdict on a program it refuses (stack
+        discipline, unknown names with a suggestion, domains and ranges), located in the
+        program's text.
     """
     try:
         hash(program.steps)
     except TypeError:                      # e.g. a list as an argument of a hand-built Step
         raise ProgramTypeError(f"program steps must hold text arguments: {program.steps!r}") from None
     try:
-        return compiler_for(schema, dialect).compile(program.steps)
+        return compiler_for(schema, dialect).compile(program.steps, program.source)
     except ProgramError as exc:
         if exc.source is None:
             exc.source = program.source

@@ -13,10 +13,8 @@ Guards are the run-time checks a compiled query carries (see the compiler's docs
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Union
 
-from kopl2sparql.program import ValueType
 from kopl2sparql.sparqltree import (Apart, Entity, Exists, Filter, IsA, Minus, Never, NotIn, Num,
                                     Optional_, Select, SubSelect, Term, Triple, Union_, Unless, Values, Var,
                                     entity_class, subst, variable_base)
@@ -61,14 +59,6 @@ Guard = Union[EntityGuard, AttributeGuard, SingletonGuard]
 
 # ---- fragments: what each stack value compiles to -------------------------------------------
 
-class Card(IntEnum):
-    """Static cardinality of a set: exactly one, at most one, any number."""
-
-    ONE = 1
-    OPT = 2
-    MANY = 3
-
-
 @dataclass(frozen=True)
 class SetFrag:
     """An entity set: the solutions of ``patterns`` bind ``term`` to its members.
@@ -84,9 +74,13 @@ class SetFrag:
     patterns: tuple
     term: Term
     classes: frozenset
-    card: Card
     hoist: Select | None = None
     alts: tuple = ()
+
+    @property
+    def constant(self) -> bool:
+        """Exactly the one entity ``term``, whatever the KB (a ``Find``, unconditioned)."""
+        return isinstance(self.term, Entity) and not self.patterns
 
 
 @dataclass(frozen=True)
@@ -110,8 +104,6 @@ class BoolFrag:
     patterns: tuple
 
 
-FRAG_TYPE = {SetFrag: ValueType.ENTITIES, NamesFrag: ValueType.NAMES, NumFrag: ValueType.NUMBER,
-              BoolFrag: ValueType.BOOL}
 ANY: frozenset = frozenset()         # classes not known statically (variables get "entity")
 
 
@@ -179,10 +171,10 @@ def merge_alternatives(alts: tuple[SetFrag, ...]) -> tuple[SetFrag, ...]:
             for cls, names in sorted(by_class.items(), key=lambda kv: kv[0] or ""):
                 classes = frozenset((cls,)) if cls else ANY
                 if len(names) == 1:
-                    out.append(SetFrag((), Entity(names[0]), classes, Card.ONE))
+                    out.append(SetFrag((), Entity(names[0]), classes))
                 else:
                     var = Var(variable_base(classes))
-                    out.append(SetFrag(entity_values(var, tuple(names)), var, classes, Card.MANY))
+                    out.append(SetFrag(entity_values(var, tuple(names)), var, classes))
         elif isinstance(item, Entity):
             if item.name in pure:
                 continue
@@ -191,7 +183,7 @@ def merge_alternatives(alts: tuple[SetFrag, ...]) -> tuple[SetFrag, ...]:
                 out.append(group[0])
             else:                          # e if C1 or e if C2: e if (C1 or C2)
                 out.append(SetFrag((Union_(tuple(grounded(item, g.patterns) for g in group)),), item,
-                                   group[0].classes, Card.OPT))
+                                   group[0].classes))
         else:
             out.append(item)
     return tuple(out)
@@ -252,7 +244,7 @@ def either(alts, classes: frozenset) -> SetFrag:
         return alts[0]
     var = next((alt.term for alt in alts if isinstance(alt.term, Var) and pure_constants(alt) is None),
                None) or Var(variable_base(classes))
-    return SetFrag((Union_(tuple(bound_to(alt, var) for alt in alts)),), var, classes, Card.MANY, alts=alts)
+    return SetFrag((Union_(tuple(bound_to(alt, var) for alt in alts)),), var, classes, alts=alts)
 
 
 def distribute(frag: SetFrag, operator) -> SetFrag:
@@ -275,7 +267,7 @@ def one_by_one(frag: SetFrag) -> tuple[SetFrag, ...]:
     names = pure_constants(frag)
     if names is None or isinstance(frag.term, Entity):
         return (frag,)
-    return tuple(SetFrag((), Entity(n), frag.classes, Card.ONE) for n in names)
+    return tuple(SetFrag((), Entity(n), frag.classes) for n in names)
 
 
 def grounded(entity: Entity, patterns: tuple) -> tuple:
@@ -296,10 +288,9 @@ def narrow(classes: frozenset, cls: str | None) -> frozenset:
 def intersect(a: SetFrag, b: SetFrag) -> SetFrag:
     """And of two sets, neither an Or with an entity among its operands."""
     classes = a.classes & b.classes
-    card = Card.OPT if min(a.card, b.card) <= Card.OPT else Card.MANY
     if isinstance(a.term, Entity) and isinstance(b.term, Entity):
         empty = () if a.term == b.term else (Never(),)
-        return SetFrag((*a.patterns, *b.patterns, *empty), a.term, classes, card)
+        return SetFrag((*a.patterns, *b.patterns, *empty), a.term, classes)
     if isinstance(a.term, Entity) or isinstance(b.term, Entity):
         # The constant stays a constant: e if (its own conditions and) e is in the other set.
         const, other = (a, b) if isinstance(a.term, Entity) else (b, a)
@@ -311,8 +302,8 @@ def intersect(a: SetFrag, b: SetFrag) -> SetFrag:
         else:
             member = (Exists(membership(other, const.term)),)
         patterns = (*const.patterns, *member) if const is a else (*member, *const.patterns)
-        return SetFrag(patterns, const.term, classes, card)
-    return SetFrag((*a.patterns, *bound_to(b, a.term)), a.term, classes, card)
+        return SetFrag(patterns, const.term, classes)
+    return SetFrag((*a.patterns, *bound_to(b, a.term)), a.term, classes)
 
 
 def difference(a: SetFrag, b: SetFrag) -> SetFrag:
@@ -322,16 +313,15 @@ def difference(a: SetFrag, b: SetFrag) -> SetFrag:
 
 
 def difference_of(a: SetFrag, alts: list[SetFrag]) -> SetFrag:
-    card = max(a.card, Card.OPT)
     own = pure_constants(a)
     if own is not None and isinstance(a.term, Var):
         # A list of entities minus entities is worked out here: {a, b} - {a} is b.
         removed = {n for alt in alts for n in (pure_constants(alt) or ())}
         if removed:
-            kept = [SetFrag((), Entity(n), a.classes, Card.ONE) for n in own if n not in removed]
+            kept = [SetFrag((), Entity(n), a.classes) for n in own if n not in removed]
             rest = [alt for alt in alts if pure_constants(alt) is None]
             if not kept:
-                return SetFrag((*a.patterns, Never()), a.term, a.classes, card)
+                return SetFrag((*a.patterns, Never()), a.term, a.classes)
             return difference_of(either(kept, a.classes), rest)
     if isinstance(a.term, Entity):
         # e minus B: e if (its own conditions and) e is not in B.
@@ -346,7 +336,7 @@ def difference_of(a: SetFrag, alts: list[SetFrag]) -> SetFrag:
                     absent.append(Exists(grounded(alt.term, alt.patterns), negated=True))
             else:
                 absent.append(Exists(membership(alt, a.term), negated=True))
-        return SetFrag((*a.patterns, *absent), a.term, a.classes, card)
+        return SetFrag((*a.patterns, *absent), a.term, a.classes)
     var = a.term
     removed: set[str] = set()
     absent = []
@@ -370,4 +360,4 @@ def difference_of(a: SetFrag, alts: list[SetFrag]) -> SetFrag:
         absent.insert(0, Filter(var, "!=", Entity(removed.pop())))
     elif removed:
         absent.insert(0, NotIn(var, tuple(sorted(removed))))
-    return SetFrag((*a.patterns, *absent), var, a.classes, card)
+    return SetFrag((*a.patterns, *absent), var, a.classes)

@@ -27,16 +27,22 @@ from __future__ import annotations
 from typing import Any
 
 from kopl2sparql.answer import Answer
-from kopl2sparql.errors import ExecutionError, ProgramTypeError, unknown_name_message
+from kopl2sparql.errors import ExecutionError, ProgramTypeError
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.operators import OPERATORS
-from kopl2sparql.program import COMPARATORS, Program, Step
-from kopl2sparql.runtime import (COMPARE, KIND, VALUE_WORDS, Names, TraceStep, parse_number,  # noqa: F401
-                                 to_answer)
+from kopl2sparql.program import Program, Step
+from kopl2sparql.runtime import COMPARE, Names, TraceStep, parse_number, to_answer  # noqa: F401
+from kopl2sparql.typecheck import ensure_checked
 from ontology import Schema
 
 class Interpreter:
-    """Evaluates programs on one KB index. Stateless between calls; safe to share.
+    """Evaluates programs (or program prefixes: their top-of-stack value) on one KB index.
+    Stateless between calls; safe to share.
+
+    Every program goes through the type checker first (cached per program shape), so
+    names, arities and operand kinds are the checker's to validate, with its positions and
+    suggestions; evaluation itself only meets what the KB decides (unknown entities, a
+    QueryAttr without exactly one value).
 
     >>> from kopl2sparql.kbindex import KBIndex
     >>> empty = Schema.from_rdf([])
@@ -55,29 +61,25 @@ class Interpreter:
         self._values = index.values
         self._resolve = schema.resolve
         self.labels = schema.entity_labels           # what QueryName prints, where not the name
-        # Labels and altLabels, for "did you mean" (the index itself only knows names).
-        self._words = {table: {w: name for name, info in getattr(schema, table).items()
-                               for w in (info.label, *info.alt_labels)}
-                       for table in ("relations", "attributes")}
 
     # ---- public API --------------------------------------------------------------------
 
     def run(self, program: Program) -> Answer:
         """The value left on top of the stack, as an :class:`Answer`.
 
+        :raises ProgramError: for a program the type checker refuses.
         :raises ExecutionError: unknown entity, or QueryAttr on anything but one entity
-            having the attribute.
-        :raises ProgramTypeError: for a program that breaks the stack discipline or names
-            an unknown relation/attribute (normally caught earlier by the type checker).
+            having exactly one value of the attribute.
         """
-        stack = self._evaluate(program, None)
-        return to_answer(stack[-1])
+        self._check(program)
+        return to_answer(self._evaluate(program.steps, None)[-1])
 
     def trace(self, program: Program) -> list[TraceStep]:
         """Every step's value. On an error the steps done so far are on ``error.trace``."""
+        self._check(program)
         steps: list[TraceStep] = []
         try:
-            self._evaluate(program, steps)
+            self._evaluate(program.steps, steps)
         except ExecutionError as exc:
             exc.trace = steps
             raise
@@ -85,61 +87,31 @@ class Interpreter:
 
     def value(self, program: Program) -> Any:
         """The raw top-of-stack value (frozenset of names, Names, int/Decimal, bool)."""
-        return self._evaluate(program, None)[-1]
+        self._check(program)
+        return self._evaluate(program.steps, None)[-1]
 
-    # ---- evaluation --------------------------------------------------------------------
-
-    def _evaluate(self, program: Program, record: list[TraceStep] | None) -> list:
-        steps = program.steps
-        if not steps:
+    def _check(self, program: Program) -> None:
+        if not program.steps:
             raise ProgramTypeError("empty program", source=program.source)
+        ensure_checked(program, self.schema, allow_prefix=True)
+
+    # ---- evaluation (of checked programs) -------------------------------------------------
+
+    def _evaluate(self, steps: tuple[Step, ...], record: list[TraceStep] | None) -> list:
         stack: list = []
         operators = OPERATORS
-        kind_of = KIND
         for i, step in enumerate(steps, 1):
-            op = operators.get(step.op)
-            if op is None:
-                raise ProgramTypeError(
-                    unknown_name_message("function", step.op, OPERATORS), source=program.source,
-                    span=step.span, step=i)
-            if len(step.args) != len(op.args):
-                raise ProgramTypeError(
-                    f"{step.op} takes {len(op.args)} argument(s), got {len(step.args)}",
-                    source=program.source, span=step.span, step=i)
-            pops = op.pops
-            if pops:
-                need = len(pops)
-                if len(stack) < need:
-                    self._underflow(step, i, pops, stack)
+            op = operators[step.op]
+            need = len(op.pops)
+            if need:
                 operands = stack[-need:]
                 del stack[-need:]
-                for want, value in zip(pops, operands):
-                    if kind_of.get(type(value)) is not want:
-                        self._wrong_kind(step, i, pops, operands)
                 stack.append(op.run(self, step, i, *operands))
             else:
                 stack.append(op.run(self, step, i))
             if record is not None:
                 record.append(TraceStep(i, step.text(), to_answer(stack[-1])))
         return stack
-
-    @staticmethod
-    def _wrong_kind(step: Step, i: int, pops: tuple, values: list):
-        # The topmost operand is checked first (for programs that skipped the type checker).
-        for want, value in reversed(list(zip(pops, values))):
-            got = KIND.get(type(value))
-            if got is not want:
-                raise ProgramTypeError(f"{step.op} needs {VALUE_WORDS[want]}, got "
-                                       f"{VALUE_WORDS.get(got, 'something else')}", span=step.span, step=i)
-
-    @classmethod
-    def _underflow(cls, step: Step, i: int, pops: tuple, stack: list):
-        present = len(stack)
-        if present:
-            cls._wrong_kind(step, i, pops[-present:], stack)
-        want = pops[len(pops) - present - 1]
-        raise ProgramTypeError(f"{step.op} needs {VALUE_WORDS[want]} but the stack is empty",
-                               span=step.span, step=i)
 
     # ---- what the operators' native semantics use -----------------------------------------
 
@@ -154,28 +126,15 @@ class Interpreter:
         return frozenset(names)
 
     def relation(self, step: Step, i: int, table: dict) -> dict:
-        rel = step.args[0]
-        adjacency = table.get(rel)
-        if adjacency is None:
-            raise ProgramTypeError(unknown_name_message("relation", rel, table, self._words["relations"]),
-                                   span=step.span, step=i)
-        return adjacency
+        return table[step.args[0]]
 
     def attribute(self, step: Step, i: int) -> tuple[str, dict]:
         attr = step.args[0]
-        values = self._values.get(attr)
-        if values is None:
-            raise ProgramTypeError(unknown_name_message("attribute", attr, self._values, self._words["attributes"]),
-                                   span=step.span, step=i)
-        return attr, values
+        return attr, self._values[attr]
 
     @staticmethod
     def comparator(symbol: str, step: Step, i: int):
-        fn = COMPARE.get(symbol)
-        if fn is None:
-            raise ProgramTypeError(f"unknown comparator '{symbol}'; use one of {' '.join(COMPARATORS)}",
-                                   span=step.span, step=i)
-        return fn
+        return COMPARE[symbol]
 
 
 __all__ = ["Interpreter", "TraceStep", "to_answer", "parse_number", "COMPARE", "Names"]

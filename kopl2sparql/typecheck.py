@@ -43,7 +43,7 @@ from kopl2sparql.operators import OPERATORS
 from kopl2sparql.program import COMPARATORS, ArgKind, Program, Step, ValueType
 from kopl2sparql.types import COUNT_WORD, TYPE_WORD, Cardinality, CheckedProgram, StepType, Value
 
-__all__ = ["Cardinality", "Value", "StepType", "CheckedProgram", "check"]   # the types re-exported
+__all__ = ["Cardinality", "Value", "StepType", "CheckedProgram", "check", "ensure_checked", "clear_check_cache"]   # the types re-exported
 
 _NAME = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)
@@ -98,6 +98,44 @@ def check(program: Program | str, schema, allow_prefix: bool = False) -> Checked
         from kopl2sparql.syntax import parse
         program = parse(program)
     return _Checker(program, _view(schema)).run(allow_prefix)
+
+
+_PASSED: dict[int, tuple[object, set]] = {}    # per schema: program shapes that passed
+
+
+def ensure_checked(program: Program, schema, allow_prefix: bool = False) -> None:
+    """:func:`check` for engines that only need to know the program is well typed, cached.
+
+    The checker reads an entity name only through its classes, so programs of one shape (a
+    template with other slot fillings) pass or fail together: one check serves them all.
+
+    :raises ProgramError: for an ill-typed program.
+    """
+    from kopl2sparql.shapes import program_shape
+    try:
+        shape = program_shape(program.steps, schema)
+    except TypeError:                        # unhashable arguments: the checker says why
+        shape = None
+    key = (shape[0], allow_prefix) if shape is not None else None
+    entry = _PASSED.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        if len(_PASSED) > 64:
+            _PASSED.clear()
+        entry = _PASSED[id(schema)] = (schema, set())
+    passed = entry[1]
+    if key is not None and key in passed:
+        return
+    check(program, schema, allow_prefix)
+    if key is None:
+        return
+    if len(passed) > 200_000:                # bound the memory of a long-running process
+        passed.clear()
+    passed.add(key)
+
+
+def clear_check_cache() -> None:
+    """Forget which program shapes passed (timed runs start cold)."""
+    _PASSED.clear()
 
 
 class _Checker:

@@ -70,8 +70,9 @@ class StepType(NamedTuple):
 
     @property
     def needs_singleton_guard(self) -> bool:
-        """True when the step needs exactly one entity but its input is not statically ONE."""
-        return self.step.op == "QueryAttr" and self.inputs[0].cardinality is not ONE
+        """True for a QueryAttr whose value is not statically defined (one entity with exactly
+        one value): the engines check at run time."""
+        return self.step.op == "QueryAttr" and self.output.cardinality is not ONE
 
 
 @dataclass(frozen=True)

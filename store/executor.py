@@ -20,13 +20,12 @@ import pyoxigraph as ox
 from kopl2sparql.answer import Answer
 from kopl2sparql.batch import BatchPlan
 from kopl2sparql.dialects import PORTABLE, Dialect
-from kopl2sparql.compiler import (AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program,
-                                  program_shape)
+from kopl2sparql.compiler import AttributeGuard, CompiledQuery, EntityGuard, SingletonGuard, compile_program
 from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, StoreError
 from kopl2sparql.interpreter import Interpreter, TraceStep
 from kopl2sparql.kbindex import KBIndex
 from kopl2sparql.program import Program
-from kopl2sparql.typecheck import check
+from kopl2sparql.typecheck import clear_check_cache, ensure_checked
 from ontology import RDF_TYPE, Schema
 from store.oxigraph import OxigraphStore
 from store.results import SelectResult, term_value
@@ -61,41 +60,9 @@ class Executor(Protocol):
 
 # ---- type checking before execution ------------------------------------------------------
 
-_checked_ok: dict[int, tuple[Schema, set]] = {}   # per schema: shapes that passed the checker
-
-
-def typecheck(program: Program, schema: Schema) -> None:
-    """Run the type checker (``kopl2sparql.typecheck.check``) on ``program``.
-
-    The checker reads an entity name only through its classes, so programs of one shape (a
-    template with other slot fillings) pass or fail together: one check serves them all.
-
-    :raises ProgramError: for an ill-typed program.
-    """
-    try:
-        shape = program_shape(program.steps, schema)
-    except TypeError:                        # unhashable arguments: the checker says why
-        shape = None
-    key = shape[0] if shape is not None else None
-    entry = _checked_ok.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        if len(_checked_ok) > 64:
-            _checked_ok.clear()
-        entry = _checked_ok[id(schema)] = (schema, set())
-    passed = entry[1]
-    if key is not None and key in passed:
-        return
-    check(program, schema)
-    if key is None:
-        return
-    if len(passed) > 200_000:                # bound the memory of a long-running process
-        passed.clear()
-    passed.add(key)
-
-
-def clear_typecheck_cache() -> None:
-    """Forget which program shapes passed the checker (timed runs start cold)."""
-    _checked_ok.clear()
+typecheck = ensure_checked
+"""The type checker, cached per program shape (:func:`kopl2sparql.typecheck.ensure_checked`)."""
+clear_typecheck_cache = clear_check_cache
 
 
 class NativeExecutor:
@@ -113,11 +80,9 @@ class NativeExecutor:
         return NativeExecutor(self.index, self.schema)
 
     def execute(self, program: Program) -> Answer:
-        typecheck(program, self.schema)
-        return self.interpreter.run(program)
+        return self.interpreter.run(program)          # the interpreter type-checks first
 
     def trace(self, program: Program) -> list[TraceStep]:
-        typecheck(program, self.schema)
         return self.interpreter.trace(program)
 
     def execute_many(self, programs: Sequence[Program], *, workers: int = 1) -> list[Outcome]:

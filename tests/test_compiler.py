@@ -125,20 +125,27 @@ def test_prefix_compiles_to_the_top_of_the_stack(kb_schema):
     third = compile_program(program.prefix(3), kb_schema)
     assert third.form == "select-entities"
     assert "VALUES ?city { ske:City_0002 }" in third.sparql
-    # Guards cover the whole prefix (both entities, the first value), not only the top value.
-    assert [(type(g).__name__, g.step) for g in third.guards] == [
-        ("EntityGuard", 1), ("AttributeGuard", 2), ("EntityGuard", 3)]
+    # Guards cover the whole prefix (both entities), not only the top value; the first
+    # population needs none: the schema says every city has exactly one.
+    assert [(type(g).__name__, g.step) for g in third.guards] == [("EntityGuard", 1), ("EntityGuard", 3)]
     assert compile_program(program.prefix(4), kb_schema).form == "select-number"
 
 
 # ---- guards and the QueryAttr rule --------------------------------------------------------
 
-def test_queryattr_on_find_needs_only_a_fact_guard(kb_schema):
+def test_queryattr_guards_follow_the_type_checker(kb_schema):
+    """One rule, the checker's: no run-time check where the schema proves the value defined
+    (every city has exactly one population), a fact check on one entity where it does not."""
     compiled = compile_program(parse("Find(City_0001);QueryAttr(population);VerifyNum(>,5)"), kb_schema)
-    assert compiled.guards == (EntityGuard(1, "City_0001"), AttributeGuard(2, "City_0001", "population"))
+    assert compiled.guards == (EntityGuard(1, "City_0001"),)
+    assert compiled.guards[0].iri == "http://synkqa.org/entity/City_0001"
+    from synkqa.benchmark.executors import kb_file_schema
+    campus = kb_file_schema(Path(__file__).parent / "fixtures" / "kb" / "campus.ttl")
+    compiled = compile_program(parse("Find(Ada Lovelace);QueryAttr(age);VerifyNum(>,5)"), campus)  # not every person has an age
     entity, value = compiled.guards
-    assert entity.iri == value.iri == "http://synkqa.org/entity/City_0001"
-    assert value.attribute_iri == "http://synkqa.org/ontology#population"
+    assert (entity, value) == (EntityGuard(1, "p01"), AttributeGuard(2, "p01", "age"))
+    assert entity.iri == value.iri == "http://example.org/campus/id/p01"
+    assert value.attribute_iri == "http://example.org/campus/vocab#age"
 
 
 def test_queryattr_inside_ask_on_a_set_gets_a_count_guard(kb_schema):
@@ -194,14 +201,15 @@ def test_known_entities_are_remembered(kb_store, kb_schema):
 # ---- validation: nothing the program says can change the query's structure ---------------
 
 @pytest.mark.parametrize("steps, message", [
-    ([("Find", "")], "not an entity name"),
-    ([("Find", "Person_00371"), ("Relate", "born_in ?x")], "unknown relation"),
+    # The compiler compiles what the type checker accepts: these are the checker's words.
+    ([("Find", "")], "non-empty name or label"),
+    ([("Find", "Person_00371"), ("Relate", "born_in ?x")], "malformed relation name"),
     ([("Find", "Person_00371"), ("Relate", "birthplace")], "did you mean born_in"),
     ([("Find", "Person_00371"), ("QueryAttr", "height")], "did you mean height_cm"),
     ([("Find", "Person_00371"), ("QueryAttr", "birth_year"), ("VerifyNum", ">", "1) || true || (1")],
-     "not a number"),
+     "expected a decimal number"),
     ([("Find", "Person_00371"), ("QueryAttr", "birth_year"), ("VerifyNum", "> 1 ||", "1")], "unknown comparator"),
-    ([("Find", "Person_00371"), ("Count",), ("Count",)], "Count needs an entity set, got a number"),
+    ([("Find", "Person_00371"), ("Count",), ("Count",)], "Count needs an entity set, but step 2"),
     ([("And",)], "stack is empty"),
     ([("Select", "x")], "unknown function"),
 ])
@@ -252,7 +260,7 @@ def test_non_text_arguments_are_refused(kb_schema):
 
 
 def test_numbers_are_rendered_canonically(kb_schema):
-    program = Program.of(("Find", "City_0001"), ("QueryAttr", "area_km2"), ("VerifyNum", ">=", "+012.50"))
+    program = Program.of(("Find", "City_0001"), ("QueryAttr", "area_km2"), ("VerifyNum", ">=", "012.50"))
     assert "FILTER(?area_km2 >= 12.5)" in compile_program(program, kb_schema).sparql
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from kopl2sparql.errors import ExecutionError
-from kopl2sparql.fragments import AttributeGuard, Card, NamesFrag, NumFrag, SingletonGuard, as_var
+from kopl2sparql.fragments import AttributeGuard, NamesFrag, NumFrag, SingletonGuard, as_var
 from kopl2sparql.kbindex import Multi
 from kopl2sparql.operators.base import ATTRIBUTE, NAMES, E, N, Operator
 from kopl2sparql.program import ValueType
 from kopl2sparql.runtime import Names
-from kopl2sparql.sparqltree import Agg, Entity, Optional_, Select, SubSelect, Triple, Var
-from kopl2sparql.types import Value
+from kopl2sparql.sparqltree import Agg, Optional_, Select, SubSelect, Triple, Var
+from kopl2sparql.types import ONE, OPT, Value
 
 
 class QueryName(Operator):
@@ -34,9 +34,16 @@ class QueryAttr(Operator):
     doc = "the value of the attribute of a set of exactly one entity (a number, or text)"
 
     def check(self, c, index, step, inputs):
-        c.attribute_applies(index, step, inputs[0], "the value is undefined")
+        operand = inputs[0]
+        domain = c.attribute_applies(index, step, operand, "the value is undefined")
         attr = c.view.attributes[step.args[0]]
-        return Value(ValueType.NUMBER if attr.numeric else ValueType.STRING, index)
+        # The value is defined (ONE) when the operand is one entity of the domain and every
+        # entity there has exactly one value; else the engines check at run time (OPT:
+        # StepType.needs_singleton_guard).
+        defined = (operand.cardinality is ONE and attr.total and attr.functional
+                   and c.within(operand.classes, domain))
+        return Value(ValueType.NUMBER if attr.numeric else ValueType.STRING, index,
+                     cardinality=ONE if defined else OPT)
 
     def run(self, it, step, i, members):
         attr, values = it.attribute(step, i)
@@ -54,7 +61,9 @@ class QueryAttr(Operator):
     def lower(self, cc, step, i, a):
         info = cc.attribute(step.args[0], step, i)
         value = Var(info.name)
-        if a.card is Card.ONE and isinstance(a.term, Entity):
+        if not cc.types[i - 1].needs_singleton_guard:
+            pass            # the type checker proved the value defined: nothing to check at run time
+        elif a.constant:
             # Without this, ASK would answer "no" for an entity lacking the value.
             cc.guards.append(AttributeGuard(i, a.term.name, info.name, cc.schema.entity_iri(a.term.name), info.iri))
         else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kopl2sparql.fragments import Card, SetFrag, compare_filter, distribute, narrow, num_type
+from kopl2sparql.fragments import SetFrag, compare_filter, distribute, narrow, num_type
 from kopl2sparql.kbindex import EMPTY, Multi
 from kopl2sparql.operators.base import ATTRIBUTE, COMPARATOR, NUMBER, E, Operator
 from kopl2sparql.program import ValueType
@@ -46,7 +46,7 @@ class FilterNum(Operator):
             value = Var(info.name)
             return SetFrag((*s.patterns, Triple(s.term, info.name, value),
                             compare_filter(value, info.datatype, op, bound, num_type(bound))), s.term,
-                           narrow(s.classes, info.domain), max(s.card, Card.OPT))
+                           narrow(s.classes, info.domain))
         return distribute(a, filter_num)
 
 
@@ -85,11 +85,11 @@ class Argmax(Operator):
             # The one candidate wins when it has the value: no sub-SELECT (Virtuoso 7.2 cannot
             # compile a sub-SELECT over one constant followed by an OPTIONAL).
             return SetFrag((*a.patterns, Triple(a.term, info.name, value)), a.term,
-                           narrow(a.classes, info.domain), Card.OPT)
+                           narrow(a.classes, info.domain))
         patterns, var = a.patterns, a.term
         sel = Select((var,), (*patterns, Triple(var, info.name, value)),
                      order=((value, self.largest), (var, False)), limit=1)
-        return SetFrag((SubSelect(sel),), var, narrow(a.classes, info.domain), Card.OPT, hoist=sel)
+        return SetFrag((SubSelect(sel),), var, narrow(a.classes, info.domain), hoist=sel)
 
 
 class Argmin(Argmax):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kopl2sparql.fragments import ANY, Card, SetFrag, alternatives, difference, distribute, either, intersect
+from kopl2sparql.fragments import ANY, SetFrag, alternatives, difference, distribute, either, intersect
 from kopl2sparql.operators.base import ENTITY, RELATION, E, Operator
 from kopl2sparql.runtime import neighbours
 from kopl2sparql.sparqltree import Triple, Var, variable_base
@@ -57,10 +57,8 @@ class Relate(Operator):
 
         def relate(s: SetFrag) -> SetFrag:
             b = Var(variable_base(classes))
-            if forward:
-                card = Card.OPT if info.functional and s.card <= Card.OPT else Card.MANY
-                return SetFrag((*s.patterns, Triple(s.term, info.name, b)), b, classes, card)
-            return SetFrag((*s.patterns, Triple(b, info.name, s.term)), b, classes, Card.MANY)
+            triple = Triple(s.term, info.name, b) if forward else Triple(b, info.name, s.term)
+            return SetFrag((*s.patterns, triple), b, classes)
         return distribute(a, relate)
 
 
