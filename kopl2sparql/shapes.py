@@ -28,9 +28,7 @@ def program_shape(steps: tuple[Step, ...], schema: Schema) -> tuple[tuple, tuple
     names: list[str] = []
     index: dict[str, int] = {}
     key = []
-    types = schema.entity_types
-    iris = schema.entity_iris
-    namespace = schema.entity_namespace
+    plain = _plain_names(schema)
     for step in steps:
         positions = _ENTITY_ARGS.get(step.op)
         if not positions:
@@ -45,8 +43,8 @@ def program_shape(steps: tuple[Step, ...], schema: Schema) -> tuple[tuple, tuple
                 return None
             k = index.get(name)
             if k is None:
-                cls = types.get(name)
-                if cls is None or not _NAME.match(name) or iris[name] != namespace + name:
+                cls = plain.get(name)
+                if cls is None:
                     return None
                 k = index[name] = len(names)
                 names.append(name)
@@ -56,6 +54,22 @@ def program_shape(steps: tuple[Step, ...], schema: Schema) -> tuple[tuple, tuple
         key.append((step.op, tuple(args)))
     order = tuple(sorted(range(len(names)), key=names.__getitem__))
     return (tuple(key), order), tuple(names)
+
+
+_PLAIN: dict[int, tuple[Schema, dict]] = {}
+
+
+def _plain_names(schema: Schema) -> dict[str, frozenset[str]]:
+    """Entity name -> classes, for the names written plainly in the entity namespace (once per schema)."""
+    entry = _PLAIN.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        if len(_PLAIN) > 64:
+            _PLAIN.clear()
+        namespace = schema.entity_namespace
+        plain = {name: types for name, types in schema.entity_types.items()
+                 if _NAME.match(name) and schema.entity_iris[name] == namespace + name}
+        entry = _PLAIN[id(schema)] = (schema, plain)
+    return entry[1]
 
 
 __all__ = ["program_shape"]

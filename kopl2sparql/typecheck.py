@@ -111,26 +111,30 @@ def ensure_checked(program: Program, schema, allow_prefix: bool = False) -> None
 
     :raises ProgramError: for an ill-typed program.
     """
-    from kopl2sparql.shapes import program_shape
-    try:
-        shape = program_shape(program.steps, schema)
-    except TypeError:                        # unhashable arguments: the checker says why
-        shape = None
-    key = (shape[0], allow_prefix) if shape is not None else None
     entry = _PASSED.get(id(schema))
     if entry is None or entry[0] is not schema:
         if len(_PASSED) > 64:
             _PASSED.clear()
         entry = _PASSED[id(schema)] = (schema, set())
     passed = entry[1]
-    if key is not None and key in passed:
-        return
-    check(program, schema, allow_prefix)
-    if key is None:
-        return
+    # The same program again (EV-TC, evaluation): its steps are the key, cheaper than its shape.
+    try:
+        again = (program.steps, allow_prefix)
+        if again in passed:
+            return
+    except TypeError:                        # unhashable arguments: the checker says why
+        again = None
+    from kopl2sparql.shapes import program_shape
+    shape = program_shape(program.steps, schema) if again is not None else None
+    key = (shape[0], allow_prefix) if shape is not None else None
+    if key is None or key not in passed:
+        check(program, schema, allow_prefix)
     if len(passed) > 200_000:                # bound the memory of a long-running process
         passed.clear()
-    passed.add(key)
+    if key is not None:
+        passed.add(key)
+    if again is not None:
+        passed.add(again)
 
 
 def clear_check_cache() -> None:
