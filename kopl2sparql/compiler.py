@@ -61,16 +61,22 @@ query text serves every backend:
 
 The nine template shapes use none of these special forms: their queries are unchanged.
 
+The compiler compiles what the type checker accepts (it runs the checker on every program
+it has not seen) and takes the checker's verdicts rather than judging again: names, did-you-
+mean, domains and cardinality are the checker's alone.
+
 The native interpreter raises errors SPARQL cannot express: an unknown entity, and
-``QueryAttr`` on anything but exactly one entity having the attribute. So that both
+``QueryAttr`` on anything but exactly one entity having exactly one value. So that both
 engines raise the same errors, a compiled query carries *guards* the executor checks first:
-:class:`EntityGuard` (the entity exists) for every entity a program names,
-:class:`AttributeGuard` (the entity has the attribute) for ``QueryAttr`` directly on a
-``Find``, and :class:`SingletonGuard` (a COUNT query) for each ``QueryAttr`` whose operand
-is not statically one entity. The first two are facts about the KB, checked in one batched
-query and remembered by the executor; so the nine templates cost one query once their
-entities are known. A final ``QueryAttr`` needs no guard: its SELECT returns the operand's
-members and the executor checks them (:class:`AttrCheck`).
+:class:`EntityGuard` (the entity exists) for every entity a program names, and for each
+``QueryAttr`` whose value the checker cannot prove defined
+(:attr:`~kopl2sparql.types.StepType.needs_singleton_guard`: one entity, of a class whose
+every member has exactly one value) an :class:`AttributeGuard` (the entity has the
+attribute) when the operand is a ``Find``, a :class:`SingletonGuard` (a COUNT query)
+otherwise. The first two are facts about the KB, checked in one batched query and
+remembered by the executor; so the nine templates cost one query once their entities are
+known. A final ``QueryAttr`` needs no guard: its SELECT returns the operand's members and
+the executor checks them (:class:`AttrCheck`).
 
 Nothing from a program enters a query unchecked: an entity argument is resolved through
 the KB's schema to IRIs read from its RDF (a plain name ``[A-Za-z0-9_]+`` the KB lacks gets
