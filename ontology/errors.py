@@ -115,6 +115,10 @@ class QueryTimeout(StoreError):
     pass
 
 
+class QueryRefused(StoreError):
+    """A query the toolkit will not run for you (a federated ``SERVICE`` call)."""
+
+
 class EndpointError(StoreError):
     """A remote endpoint was unreachable or answered with an error."""
 
@@ -168,5 +172,5 @@ def unknown_name_message(what: str, name: str, candidates: Iterable[str],
 
 __all__ = ["SynKQAError", "ProgramError", "ProgramSyntaxError", "ProgramTypeError", "ExecutionError",
            "EngineDisagreement", "StoreError", "QuerySyntaxError", "ReadOnlyError", "QueryTimeout",
-           "EndpointError", "DatasetError", "ModelError", "ConfigError", "did_you_mean",
+           "EndpointError", "QueryRefused", "DatasetError", "ModelError", "ConfigError", "did_you_mean",
            "unknown_name_message"]

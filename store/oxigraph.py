@@ -48,7 +48,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from kopl2sparql.errors import QuerySyntaxError, QueryTimeout, ReadOnlyError, StoreError
+from kopl2sparql.errors import QueryRefused, QuerySyntaxError, QueryTimeout, ReadOnlyError, StoreError
 from ontology import ONTOLOGY_IRI, PREFIXES, schema_path
 from store.results import SelectResult, term_value
 
@@ -108,6 +108,33 @@ def refuse_update(sparql: str) -> None:
     if form in UPDATE_OPERATIONS:
         raise ReadOnlyError(f"SPARQL Update ({form}) refused: queries here are read-only, "
                             f"the KB was not changed")
+
+
+# What may hide the word SERVICE without being the keyword: comments, strings, IRIs.
+_NOT_CODE = re.compile(r"""
+      \#[^\n]*                                  # a comment
+    | '''(?:[^'\\]|\\.|'(?!''))*'''             # long strings
+    | \"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
+    | '(?:[^'\\\n]|\\.)*'                       # strings
+    | "(?:[^"\\\n]|\\.)*"
+    | <[^<>"{}|^`\\\s]*>                         # IRIs
+""", re.VERBOSE)
+_SERVICE = re.compile(r"(?<![\w?$:.-])SERVICE(?![\w:.-])", re.IGNORECASE)
+
+
+def refuse_service(sparql: str) -> None:
+    """Raise :class:`QueryRefused` if ``sparql`` calls another endpoint with ``SERVICE``: a
+    query sent here must not make this machine send requests anywhere.
+
+    >>> refuse_service("SELECT ?service WHERE { ?service <http://x/SERVICE> 'SERVICE' } # SERVICE")
+    >>> refuse_service("SELECT * { SERVICE <http://example.org/sparql> { ?s ?p ?o } }")
+    Traceback (most recent call last):
+    ...
+    ontology.errors.QueryRefused: SERVICE refused: a query here may not call other endpoints (allow it explicitly with --allow-service)
+    """
+    if _SERVICE.search(_NOT_CODE.sub(" ", sparql)):
+        raise QueryRefused("SERVICE refused: a query here may not call other endpoints "
+                           "(allow it explicitly with --allow-service)")
 
 
 _POSITION = re.compile(r"error at (\d+):(\d+):\s*", re.DOTALL)
@@ -362,7 +389,7 @@ class OxigraphStore:
         return self.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }").rows[0][0]
 
     def query(self, sparql: str, *, timeout: float | None = None, limit: int | None = None,
-              prefixes: Mapping[str, str] | None = None) -> SelectResult | bool:
+              prefixes: Mapping[str, str] | None = None, allow_service: bool = False) -> SelectResult | bool:
         """Run a read-only SPARQL query over the KB (the default graph; ``GRAPH`` reaches the
         ontology). SELECT gives a :class:`SelectResult`, ASK a ``bool``, CONSTRUCT/DESCRIBE a
         :class:`SelectResult` with columns ``subject``, ``predicate``, ``object``.
@@ -372,12 +399,16 @@ class OxigraphStore:
         :param limit: at most this many rows; more rows set ``truncated`` on the result.
         :param prefixes: prefixes usable without declaring them, e.g. ``ontology.PREFIXES``.
             ``None`` by default, so a query that runs here also runs on a remote endpoint.
+        :param allow_service: run ``SERVICE`` calls to other endpoints (refused by default).
         :raises ReadOnlyError: for a SPARQL Update.
+        :raises QueryRefused: for a ``SERVICE`` call, unless ``allow_service``.
         :raises QuerySyntaxError: for a malformed query (with line and column).
         :raises QueryTimeout: when the time limit is exceeded.
         :raises StoreError: if evaluation fails.
         """
         refuse_update(sparql)
+        if not allow_service:
+            refuse_service(sparql)
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
         if timeout is None:
@@ -484,7 +515,7 @@ _ERROR_TYPES = {cls.__name__: cls for cls in (StoreError, QuerySyntaxError, Quer
 def query_in_subprocess(path: Path | str, sparql: str, *, timeout: float | None = DEFAULT_TIMEOUT,
                         limit: int | None = DEFAULT_LIMIT,
                         prefixes: Mapping[str, str] | None = PREFIXES,
-                        startup_timeout: float = 120.0) -> SelectResult | bool:
+                        startup_timeout: float = 120.0, allow_service: bool = False) -> SelectResult | bool:
     """Run a read-only query on the on-disk store at ``path`` in a child process.
 
     The child opens the store read-only, signals that it is ready, then evaluates; the time
@@ -493,12 +524,15 @@ def query_in_subprocess(path: Path | str, sparql: str, *, timeout: float | None 
     ``sk:``, ``ske:``, ``rdf:``, ``rdfs:`` and ``xsd:`` are predeclared (a convenience for
     people typing queries at ``synkqa sparql``).
 
-    :raises ReadOnlyError, QuerySyntaxError, QueryTimeout, StoreError: as ``OxigraphStore.query``.
+    :raises ReadOnlyError, QueryRefused, QuerySyntaxError, QueryTimeout, StoreError: as
+        ``OxigraphStore.query`` (``SERVICE`` is refused before any process starts).
     """
     refuse_update(sparql)
+    if not allow_service:
+        refuse_service(sparql)
     if timeout is not None and timeout <= 0:
         raise ValueError("timeout must be > 0 seconds")
-    request = {"path": str(path), "sparql": sparql, "limit": limit,
+    request = {"path": str(path), "sparql": sparql, "limit": limit, "allow_service": allow_service,
                "prefixes": dict(prefixes) if prefixes else None}
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[1])  # so `-m store.oxigraph` resolves from any cwd
@@ -558,7 +592,8 @@ def _worker_main() -> None:
     out.write(b"R")
     out.flush()
     try:
-        result = store.query(request["sparql"], limit=request["limit"], prefixes=request["prefixes"])
+        result = store.query(request["sparql"], limit=request["limit"], prefixes=request["prefixes"],
+                             allow_service=request.get("allow_service", False))
     except StoreError as exc:
         reply(("error", type(exc).__name__, str(exc), getattr(exc, "line", None), getattr(exc, "column", None)))
     else:

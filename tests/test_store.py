@@ -241,3 +241,32 @@ def test_subprocess_errors_keep_their_type_and_position(disk_store, tmp_path):
     OxigraphStore(half).raw.add(ox.Quad(ox.NamedNode("http://a"), ox.NamedNode("http://b"), ox.Literal("c")))
     with pytest.raises(StoreError, match="no complete KB"):
         query_in_subprocess(half, "ASK {}")
+
+
+# ---- SERVICE: a query must not make this machine call other endpoints ---------------------------
+
+def test_service_is_refused_and_nothing_is_sent(kb_store, fake_endpoint):
+    from kopl2sparql.errors import QueryRefused
+    query = f"SELECT * WHERE {{ SERVICE <{fake_endpoint.url}> {{ ?s ?p ?o }} }}"
+    for text in (query, query.lower(), "# a comment\nSELECT * { service\n<" + fake_endpoint.url + "> { ?s ?p ?o } }"):
+        with pytest.raises(QueryRefused, match="SERVICE refused"):
+            kb_store.query(text)
+    assert fake_endpoint.requests == []
+    # The word elsewhere is not the keyword: a variable, a string, an IRI, a comment.
+    assert kb_store.query("SELECT ?service WHERE { ?service ?p 'SERVICE' } LIMIT 1 # SERVICE").variables == ("service",)
+
+
+def test_service_runs_only_when_allowed(kb_store, fake_endpoint):
+    fake_endpoint.respond(200, b'{"head": {"vars": ["s"]}, "results": {"bindings": []}}')
+    kb_store.query(f"SELECT * WHERE {{ SERVICE <{fake_endpoint.url}> {{ ?s ?p ?o }} }}", allow_service=True)
+    assert len(fake_endpoint.requests) == 1            # a real request on loopback: the option works
+
+
+def test_cli_sparql_refuses_service_on_every_path(fake_endpoint):
+    from typer.testing import CliRunner
+    from synkqa.cli import app
+    query = f"SELECT * WHERE {{ SERVICE <{fake_endpoint.url}> {{ ?s ?p ?o }} }}"
+    for extra in ([], ["--endpoint", fake_endpoint.url]):
+        result = CliRunner().invoke(app, ["sparql", *extra, query])
+        assert result.exit_code == 1 and "SERVICE refused" in result.output, result.output
+    assert fake_endpoint.requests == []

@@ -354,6 +354,9 @@ def sparql(
     store: Path = typer.Option(None, "--store", help="On-disk store to query (default: the cache's, "
                                "built on first use)."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the result to this file instead of stdout."),
+    allow_service: bool = typer.Option(False, "--allow-service",
+                                       help="Let the query call other endpoints with SERVICE (refused by "
+                                            "default: a query should not make this machine send requests)."),
     kb: Path = typer.Option(None, "--kb", dir_okay=False,
                             help="A Turtle KB of any schema instead of the SynKQA-Pro KB (loaded into an "
                                  "on-disk store in the cache on first use; see docs/KB.md)."),
@@ -369,24 +372,30 @@ def sparql(
     start = time.perf_counter()
     try:
         if endpoint is not None:
-            from store.oxigraph import refuse_update
+            from store.oxigraph import refuse_service, refuse_update
             from store.remote import EndpointStore
             refuse_update(text)
+            if not allow_service:
+                refuse_service(text)
             result = EndpointStore(endpoint, graph=graph, timeout=timeout).query(with_prefixes(text))
             if row_limit is not None and not isinstance(result, bool) and len(result.rows) > row_limit:
                 result = type(result)(result.variables, result.rows[:row_limit], True)
         else:
-            from store.oxigraph import query_in_subprocess, refuse_update
+            from store.oxigraph import query_in_subprocess, refuse_service, refuse_update
             from synkqa.benchmark import world
             refuse_update(text)  # before building anything
+            if not allow_service:
+                refuse_service(text)
             if kb is not None:
                 from synkqa.benchmark.executors import kb_file_schema
                 prefixes = kb_file_schema(kb).prefixes        # the file's own, predeclared
                 path = world.ensure_kb_file_store(kb, progress=True)
-                result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit, prefixes=prefixes)
+                result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit, prefixes=prefixes,
+                                             allow_service=allow_service)
             else:
                 path = world.ensure_store(seed, scale, path=_store_dir(store), progress=True)
-                result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit)
+                result = query_in_subprocess(path, text, timeout=timeout, limit=row_limit,
+                                             allow_service=allow_service)
     except QueryTimeout as exc:
         raise QueryTimeout(f"{exc} (raise it with --timeout)") from None
     seconds = time.perf_counter() - start
