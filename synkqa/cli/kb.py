@@ -49,6 +49,11 @@ def _writable_file(path: Path, what: str) -> Path:
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"cannot write {what} {path}: it is a directory")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        # A link, FIFO or device is written through (paths.atomic_path), not replaced.
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"cannot write {what} {path}: permission denied")
+        return path
     parent = path.parent
     probe = parent
     while not probe.exists():
