@@ -254,3 +254,38 @@ def test_help_lists_the_commands():
     result = run("--help")
     assert "compile" in result.stdout and "execute" in result.stdout
     assert "--cross-check" in run("execute", "--help").stdout
+
+
+# ---- batches account for every input line ------------------------------------------------------
+
+def test_batch_reports_bad_bytes_and_deep_json_per_line_and_goes_on(tmp_path, kb_turtle):
+    deep = "[" * 5000 + "]" * 5000
+    lines = [b"Find(Person_00371);Relate(born_in);QueryName()", b"\xff\xfe not text",
+             ('{"id": "x", "program": ' + deep + "}").encode(), b"Find(City_0001);RelateInv(born_in);Count()"]
+    batch = tmp_path / "batch.txt"
+    batch.write_bytes(b"\n".join(lines) + b"\n")
+    result = CliRunner().invoke(app, ["execute", "--input", str(batch), "--json"])
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1 and len(rows) == 4
+    assert rows[0]["answer"] and rows[3]["answer"] == "7"
+    assert "line 2: not UTF-8 text" in rows[1]["error"] and "line 3: JSON nested too deeply" in rows[2]["error"]
+    assert "Traceback" not in result.output
+
+
+def test_deeply_nested_json_program_is_one_clear_error():
+    result = CliRunner().invoke(app, ["execute", "[" * 5000 + "]" * 5000])
+    assert result.exit_code == 1 and "nested too deeply" in result.output and "Traceback" not in result.output
+
+
+def test_a_dead_endpoint_still_gives_every_line_its_row(tmp_path, kb_turtle):
+    import socket
+    with socket.socket() as sock:                 # a port nothing listens on (real loopback)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    batch = tmp_path / "batch.txt"
+    batch.write_text("\n".join(["Find(City_0001);RelateInv(born_in);Count()"] * 5) + "\n")
+    result = CliRunner().invoke(app, ["execute", "--input", str(batch), "--json",
+                                      "--backend", f"http://127.0.0.1:{port}/sparql"])
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1 and len(rows) == 5
+    assert all(row["error"] for row in rows) and all("not run" in row["error"] for row in rows[1:])

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 import typer
 from rich.table import Table
 
-from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError
+from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, StoreError, SynKQAError
 from kopl2sparql.program import Program
 from synkqa.cli.common import EXIT_FAIL, EXIT_USAGE, handle_errors, print_json, stdout
 
@@ -105,14 +105,37 @@ def compile_command(
 
 # ---- execute ------------------------------------------------------------------------------
 
-def _inputs(program: Optional[str], input_file: Optional[Path]) -> Iterator[tuple[str, Any]]:
-    """(program text, id or None) for each program to run."""
+class _NotRun(ExecutionError):
+    """A program of a batch not run because the engine failed earlier."""
+
+    def __init__(self, message: str):
+        SynKQAError.__init__(self, message)
+        self.step = None
+
+
+class _BadLine(ProgramError):
+    """A line of --input that cannot be a program (reported as that line's error)."""
+
+    kind = "input error"
+
+
+def _inputs(program: Optional[str], input_file: Optional[Path]) -> Iterator[tuple[Any, Any]]:
+    """(program text or a _BadLine, id or None) for each program to run.
+
+    Every line gets its entry, so a batch's output accounts for its input: a line that is
+    not UTF-8, or JSON nested beyond what can be read, becomes that line's error.
+    """
     if program is not None:
         yield program, None
         return
-    handle = sys.stdin if str(input_file) == "-" else open(input_file, encoding="utf-8")
+    handle = sys.stdin.buffer if str(input_file) == "-" else open(input_file, "rb")
     with handle:
-        for line in handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield _BadLine(f"line {number}: not UTF-8 text (byte {exc.start + 1})"), None
+                continue
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
@@ -123,9 +146,16 @@ def _inputs(program: Optional[str], input_file: Optional[Path]) -> Iterator[tupl
                 except json.JSONDecodeError:
                     yield text, None
                     continue
+                except RecursionError:
+                    yield _BadLine(f"line {number}: JSON nested too deeply"), None
+                    continue
                 found = record.get("kopl", record.get("program")) if isinstance(record, dict) else None
                 if isinstance(found, list):
-                    found = json.dumps(found)
+                    try:
+                        found = json.dumps(found)
+                    except RecursionError:
+                        yield _BadLine(f"line {number}: JSON nested too deeply"), None
+                        continue
                 yield (found if isinstance(found, str) else text), (
                     record.get("id") if isinstance(record, dict) else None)
             else:
@@ -186,14 +216,19 @@ def execute_command(
 
     executor = None
     schema = None
+    broken: str | None = None       # the engine failed: the lines after it are not run
     total = failed = 0
     single = program is not None
     for text, record_id in _inputs(program, input_file):
         total += 1
         row: dict[str, Any] = {} if record_id is None else {"id": record_id}
-        row.update(program=text, answer=None, error=None)
+        row.update(program=None if isinstance(text, _BadLine) else text, answer=None, error=None)
         steps: list[dict] | None = None
         try:
+            if isinstance(text, _BadLine):
+                raise text
+            if broken is not None:
+                raise _NotRun(f"not run: the engine failed on an earlier program ({broken})")
             parsed = read_program(text)
             row["program"] = parsed.canonical()
             if schema is None:    # read lazily: a batch of unparsable programs needs no KB
@@ -204,6 +239,13 @@ def execute_command(
             if trace:  # first, so that a failing step still leaves the steps before it
                 steps = [_trace_dict(s) for s in executor.trace(parsed)]
             row["answer"] = executor.execute(parsed).canonical()
+        except StoreError as exc:
+            if single:
+                raise
+            # An endpoint that went away: this line and every later one still get their line.
+            failed += 1
+            broken = str(exc).splitlines()[0]
+            row["error"] = str(exc)
         except PER_PROGRAM_ERRORS as exc:
             failed += 1
             row["error"] = str(exc)
