@@ -112,3 +112,37 @@ def test_table_markdown_and_json():
     md = table.markdown()
     assert "| TC | 43.27 | – |" in md and "a\\|b" in md and "- a note" in md
     assert table.to_json()["rows"][0] == ["TC", 43.2666, None]
+
+
+# ---- study records are validated where they are read ----------------------------------------
+
+GOOD_RECORD = {"id": "test-00000", "split": "test", "question": "In which year was Person_01503 born?",
+               "choices": ["1959", "1960"], "answer": "1959", "kopl": "Find(Person_01503);QueryAttr(birth_year)",
+               "template_id": 0, "template": "BirthYear", "reasoning": "attribute", "hops": 1}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"answer": None}, "missing field 'answer'"),
+    ({"hops": None}, "missing field 'hops'"),
+    ({"reasoning": None}, "missing field 'reasoning'"),
+    ({"template_id": None}, "missing field 'template_id'"),
+    ({"template_id": "0"}, "field 'template_id' must be an integer, not str"),
+    ({"hops": True}, "field 'hops' must be an integer, not bool"),
+    ({"choices": "1959"}, "field 'choices' must be a list, not str"),
+    ({"choices": [1959]}, "field 'choices' must be a list of strings"),
+])
+def test_a_bad_study_record_is_named_with_its_line(tmp_path, change, message):
+    import json
+    from kopl2sparql.errors import DatasetError
+    from evaluation.runner import load_splits
+    record = {k: v for k, v in {**GOOD_RECORD, **change}.items() if v is not None}
+    (tmp_path / "test.jsonl").write_text(json.dumps(GOOD_RECORD) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(DatasetError, match=f"test.jsonl:2: {message}"):
+        load_splits(("test",), data_dir=tmp_path)
+
+
+def test_a_good_study_record_loads(tmp_path):
+    import json
+    from evaluation.runner import load_splits
+    (tmp_path / "test.jsonl").write_text(json.dumps(GOOD_RECORD) + "\n")
+    assert load_splits(("test",), data_dir=tmp_path)["test"][0]["answer"] == "1959"
