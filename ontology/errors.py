@@ -8,7 +8,29 @@ the CLI catches :class:`SynKQAError`, prints ``str(error)`` on stderr and exits 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe_text(text: str, limit: int = 2000) -> str:
+    r"""``text`` fit for a terminal: control characters (escape sequences included) shown as
+    ``\xNN``, each line clipped to ``limit`` characters. User input ends up in messages; it
+    must neither drive the terminal nor flood it.
+
+    >>> safe_text("bad\x1b]0;title\x07 name")
+    'bad\\x1b]0;title\\x07 name'
+    >>> safe_text("x" * 30, limit=10)
+    'xxxxxxxxxx… (20 more characters)'
+    """
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    lines = []
+    for line in text.split("\n"):
+        if len(line) > limit:
+            line = f"{line[:limit]}… ({len(line) - limit} more characters)"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 class SynKQAError(Exception):
@@ -41,22 +63,37 @@ class ProgramError(SynKQAError):
         """0-based character offset of the culprit, if known."""
         return self.span[0] if self.span else None
 
+    EXCERPT_CONTEXT = 60
+    """Characters of the program shown on each side of the culprit."""
+
     def excerpt(self) -> str:
-        """The program with the culprit underlined by carets (empty without a source)."""
+        """The program around the culprit, the culprit underlined by carets (empty without a
+        source). Long programs are clipped to :attr:`EXCERPT_CONTEXT` characters each side
+        and control characters shown as ``?``, so the excerpt stays one readable line."""
         if self.source is None or self.span is None:
             return ""
         start, end = self.span
         end = max(end, start + 1)
+        source = self.source
+        if "\n" not in source and len(source) > 2 * self.EXCERPT_CONTEXT + (end - start):
+            left = max(0, start - self.EXCERPT_CONTEXT)
+            right = min(len(source), end + self.EXCERPT_CONTEXT)
+            end = min(end, start + 2 * self.EXCERPT_CONTEXT)      # a huge culprit: underline its start
+            right = min(right, end + self.EXCERPT_CONTEXT)
+            prefix, suffix = ("…" if left else ""), ("…" if right < len(source) else "")
+            line = prefix + _CONTROL.sub("?", source[left:right]).replace("\t", " ") + suffix
+            pad = len(prefix) + start - left
+            return f"  {line}\n  {' ' * pad}{'^' * (end - start)}"
         if "\n" in self.source or "\t" in self.source:
             # Multi-line programs: show only the culprit's line, carets clipped to it;
             # tabs become one space so the carets stay aligned.
             line_start = self.source.rfind("\n", 0, start) + 1
             line_end = self.source.find("\n", start)
             line_end = len(self.source) if line_end < 0 else line_end
-            line = self.source[line_start:line_end].replace("\t", " ")
+            line = _CONTROL.sub("?", self.source[line_start:line_end].replace("\t", " "))
             start, end = start - line_start, max(min(end, line_end), start + 1) - line_start
             return f"  {line}\n  {' ' * start}{'^' * (end - start)}"
-        return f"  {self.source}\n  {' ' * start}{'^' * (end - start)}"
+        return f"  {_CONTROL.sub('?', source)}\n  {' ' * start}{'^' * (end - start)}"
 
     def __str__(self) -> str:
         where = []
@@ -69,7 +106,7 @@ class ProgramError(SynKQAError):
                 where.append(f"line {self.source.count(chr(10), 0, start) + 1}, col {start - line_start + 1}")
             else:
                 where.append(f"col {start + 1}")
-        head = f"{self.kind}: {self.message}" + (f" ({', '.join(where)})" if where else "")
+        head = f"{self.kind}: {safe_text(self.message, 500)}" + (f" ({', '.join(where)})" if where else "")
         excerpt = self.excerpt()
         return f"{head}\n{excerpt}" if excerpt else head
 
@@ -173,4 +210,4 @@ def unknown_name_message(what: str, name: str, candidates: Iterable[str],
 __all__ = ["SynKQAError", "ProgramError", "ProgramSyntaxError", "ProgramTypeError", "ExecutionError",
            "EngineDisagreement", "StoreError", "QuerySyntaxError", "ReadOnlyError", "QueryTimeout",
            "EndpointError", "QueryRefused", "DatasetError", "ModelError", "ConfigError", "did_you_mean",
-           "unknown_name_message"]
+           "unknown_name_message", "safe_text"]

@@ -14,7 +14,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from kopl2sparql.errors import SynKQAError
+from kopl2sparql.errors import SynKQAError, safe_text
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -24,7 +24,7 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 def fail(message: str, code: int = EXIT_FAIL) -> "typer.Exit":
     """Print ``message`` on stderr and return the Exit to raise: ``raise fail("...")``."""
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {safe_text(message)}", file=sys.stderr)
     return typer.Exit(code)
 
 

@@ -1,0 +1,34 @@
+"""Hostile input gets one clear, bounded, inert message."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kopl2sparql.errors import ProgramError
+from kopl2sparql.syntax import parse
+from synkqa.cli import app
+
+
+def test_the_error_of_a_huge_program_is_clipped_around_the_culprit():
+    text = "Find(City_0001);" * 200_000 + "Relat(born_in)"          # 3.2 MB
+    try:
+        parse(text)
+    except ProgramError as exc:
+        message = str(exc)
+    assert len(message) < 1000
+    assert "did you mean Relate" in message and "Relat(born_in)" in message
+    excerpt, carets = message.splitlines()[1:3]
+    start = carets.index("^")
+    assert excerpt[start:start + 5] == "Relat" and carets.strip() == "^^^^^"
+
+
+def test_terminal_control_sequences_are_never_echoed():
+    osc = "\x1b]0;pwned\x07"
+    steps = [{"function": "Find", "inputs": ["City_0001"], "dependencies": []},
+             {"function": "Relate", "inputs": [f"born{osc}", "forward"], "dependencies": [0]}]
+    for program in (json.dumps(steps), f"Find(Person_00371);Relate(born_in{osc})"):
+        result = CliRunner().invoke(app, ["execute", program])
+        assert result.exit_code == 1
+        assert "\x1b" not in result.output and "\x07" not in result.output, result.output
