@@ -112,20 +112,23 @@ which keeps the 120,000 records in a quarter of the memory."""
 STUDY_TYPES: dict[str, tuple[type, ...]] = {
     "id": (str, int), "question": (str,), "choices": (list,), "answer": (str,), "kopl": (str,),
     "template_id": (int,), "template": (str,), "reasoning": (str,), "hops": (int,)}
-"""What every study record must have, and of which JSON type (a wrong one is named, with its
-line, rather than failing later inside a metric)."""
+"""What every evaluated record must have, and of which JSON type (a wrong one is named, with
+its line, rather than failing later inside a metric)."""
+
+TRAIN_TYPES = {key: STUDY_TYPES[key] for key in ("question", "kopl", "template_id")}
+"""What a training record must have (the parsers learn from the question and its program)."""
 
 
-def check_record(record: dict, where: str) -> None:
-    """:raises DatasetError: naming the first missing or wrongly typed study field."""
-    for key, kinds in STUDY_TYPES.items():
+def check_record(record: dict, where: str, types: dict = STUDY_TYPES) -> None:
+    """:raises DatasetError: naming the first missing or wrongly typed field of ``types``."""
+    for key, kinds in types.items():
         value = record.get(key)
         if value is None:
             raise DatasetError(f"{where}: missing field '{key}'")
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             want = " or ".join({str: "a string", int: "an integer", list: "a list"}[k] for k in kinds)
             raise DatasetError(f"{where}: field '{key}' must be {want}, not {type(value).__name__}")
-    if not all(isinstance(c, str) for c in record["choices"]):
+    if "choices" in types and not all(isinstance(c, str) for c in record["choices"]):
         raise DatasetError(f"{where}: field 'choices' must be a list of strings")
 
 
@@ -135,9 +138,9 @@ except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
 
-def read_jsonl(path: Path | str, fields: Sequence[str] | None = None, check: bool = False) -> list[dict]:
+def read_jsonl(path: Path | str, fields: Sequence[str] | None = None, check: dict | None = None) -> list[dict]:
     """Records of a JSON Lines file (only ``fields`` of each, when given; with ``check``, each
-    record validated by :func:`check_record`).
+    record validated by :func:`check_record` against those field types).
 
     :raises DatasetError: for a missing file, a line that is not a JSON object, or (with
         ``check``) a record missing a study field or with one of the wrong type (with its line
@@ -160,7 +163,7 @@ def read_jsonl(path: Path | str, fields: Sequence[str] | None = None, check: boo
             if not isinstance(record, dict):
                 raise DatasetError(f"{path}:{lineno}: expected a JSON object")
             if check:
-                check_record(record, f"{path}:{lineno}")
+                check_record(record, f"{path}:{lineno}", check)
             if fields is not None:
                 record = {key: record[key] for key in fields if key in record}
             records.append(record)
@@ -186,7 +189,8 @@ def load_splits(splits: Sequence[str] = SPLITS, seed: int = 42, data_dir: Path |
     loaded = {}
     with progress.task(f"load {data_dir.name}", len(splits)) as task:
         for split in splits:
-            loaded[split] = read_jsonl(data_dir / f"{split}.jsonl", STUDY_FIELDS, check=True)
+            loaded[split] = read_jsonl(data_dir / f"{split}.jsonl", STUDY_FIELDS,
+                                       check=TRAIN_TYPES if split == "train" else STUDY_TYPES)
             task.advance()
     return loaded
 

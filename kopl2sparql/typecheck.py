@@ -100,6 +100,10 @@ def check(program: Program | str, schema, allow_prefix: bool = False) -> Checked
     return _Checker(program, _view(schema)).run(allow_prefix)
 
 
+MAX_STEPS = 1000
+"""The longest program accepted. KQA Pro's programs have under twenty steps; a 10,000-step
+chain compiles to SPARQL nested deeper than Oxigraph's parser survives (it crashed)."""
+
 _PASSED: dict[int, tuple[object, set]] = {}    # per schema: program shapes that passed
 
 
@@ -163,6 +167,10 @@ class _Checker:
         steps = self.program.steps
         if not steps and not allow_prefix:
             raise ProgramTypeError("empty program", self.source, None, None)
+        if len(steps) > MAX_STEPS:
+            raise ProgramTypeError(f"the program has {len(steps):,} steps; at most {MAX_STEPS:,} are accepted "
+                                   "(a query that long would nest deeper than a SPARQL engine parses)",
+                                   self.source, None, None)
         stack: list[Value] = []
         typed: list[StepType] = []
         good_args = self.view.good_args

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kopl2sparql.fragments import ANY, SetFrag, alternatives, difference, distribute, either, intersect
+from kopl2sparql.fragments import ANY, SetFrag, alternatives, difference, distinct, distribute, either, intersect
 from kopl2sparql.operators.base import ENTITY, RELATION, E, Operator
 from kopl2sparql.runtime import neighbours
 from kopl2sparql.sparqltree import Triple, Var, variable_base
@@ -56,9 +56,10 @@ class Relate(Operator):
         classes = frozenset((target,)) if target else ANY
 
         def relate(s: SetFrag) -> SetFrag:
+            s = distinct(s)
             b = Var(variable_base(classes))
             triple = Triple(s.term, info.name, b) if forward else Triple(b, info.name, s.term)
-            return SetFrag((*s.patterns, triple), b, classes)
+            return SetFrag((*s.patterns, triple), b, classes, hops=s.hops + 1 if isinstance(s.term, Var) else 0)
         return distribute(a, relate)
 
 
