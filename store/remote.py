@@ -127,11 +127,17 @@ class EndpointStore:
     :param retries: how many times a failed read is repeated (connection refused or reset,
         HTTP 500/502/503/504); time-outs and client errors are not repeated.
     :param user, password: HTTP basic credentials, if the endpoint needs them.
+    :param max_bytes: the largest answer read; a longer one is an error, not a full memory.
     :raises ConfigError: for a URL that is not http(s) or a non-positive time limit.
+
+    ``timeout`` is a deadline for the whole request (connection, headers and body), not a
+    limit per socket read: a server that trickles its answer cannot hold a query forever.
     """
 
+    MAX_BYTES = 256 * 2**20
+
     def __init__(self, url: str, graph: str | None = None, timeout: float = 30.0, retries: int = 2,
-                 user: str | None = None, password: str | None = None):
+                 user: str | None = None, password: str | None = None, max_bytes: int | None = None):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfigError(f"not an http(s) endpoint URL: {url!r} "
@@ -151,6 +157,7 @@ class EndpointStore:
             raise ConfigError(f"retries must be >= 0, got {retries}")
         self.url, self.graph, self.timeout, self.retries = url, graph, float(timeout), int(retries)
         self.user, self.password = user, password
+        self.max_bytes = int(max_bytes) if max_bytes is not None else self.MAX_BYTES
         self.requests_sent = 0   # HTTP requests made, retries included (for tests and stats)
 
     def __repr__(self) -> str:
@@ -213,11 +220,12 @@ class EndpointStore:
     def _query_once(self, sparql: str, form: str) -> SelectResult | bool:
         wrapper = self._wrapper(sparql)
         self.requests_sent += 1
+        deadline = time.monotonic() + self.timeout
         try:
             response = wrapper.query().response
             status = getattr(response, "status", 200)
             headers = response.info()
-            body = response.read()
+            body = self._read_body(response, sparql, deadline, status)
         except SPARQLWrapperException as exc:
             # SPARQLWrapper maps 400/401/404/414/500 to its own classes, keeping the body.
             status = {"QueryBadFormed": 400, "Unauthorized": 401, "EndPointNotFound": 404,
@@ -250,6 +258,28 @@ class EndpointStore:
             raise EndpointError(self._fail(
                 sparql, f"malformed SPARQL JSON results ({exc}): {_body_excerpt(body)}", status)) from None
         return self._convert(sparql, form, document, status)
+
+    def _read_body(self, response, sparql: str, deadline: float, status: int | None) -> bytes:
+        """The whole answer, by the deadline and within :attr:`max_bytes`.
+
+        Read piece by piece (``read1`` returns what one receive brings), so neither a trickle
+        nor an endless stream can outlast the time limit or fill the memory.
+        """
+        read = getattr(response, "read1", None) or response.read
+        parts, size = [], 0
+        while True:
+            if time.monotonic() > deadline:
+                raise QueryTimeout(self._fail(sparql, f"no complete answer within the time limit of "
+                                                      f"{self.timeout:g} s ({size:,} bytes received)", status))
+            chunk = read(65536)
+            if not chunk:
+                return b"".join(parts)
+            size += len(chunk)
+            if size > self.max_bytes:
+                response.close()
+                raise EndpointError(self._fail(sparql, f"the answer is larger than {self.max_bytes:,} bytes; "
+                                                       "ask for fewer rows (LIMIT)", status))
+            parts.append(chunk)
 
     def _raise_http(self, sparql: str, status: int | None, body: bytes | str) -> None:
         text = _body_excerpt(body)

@@ -257,7 +257,9 @@ def _assert_clean_failure(result, *needles):
 
 
 @pytest.mark.parametrize("fault", ["down", "500", "html", "malformed"])
-def test_execute_on_a_failing_endpoint_exits_1(fake_endpoint, fault):
+def test_execute_on_a_failing_endpoint_exits_1(fake_endpoint, fault, kb_turtle):
+    # kb_turtle: the KB's schema (read from the local Turtle) exists before the run, so
+    # stderr holds only the error, not a first-use progress bar.
     url = fake_endpoint.url
     if fault == "down":
         url = f"http://127.0.0.1:{free_port()}/sparql"
@@ -338,3 +340,81 @@ def test_graph_store_http_error_is_one_line(fake_endpoint, kb_turtle):
     assert one_line(str(info.value)) and "HTTP 403: The server is read-only" in str(info.value)
     method, path, params = fake_endpoint.requests[0]
     assert method == "PUT" and path == "/store" and params["graph"] == ["http://g"]
+
+
+# ---- a whole-request deadline and a size cap, against real misbehaving servers ----------------
+
+class _RawServer:
+    """A TCP server on loopback that answers every connection with ``behave(conn)``."""
+
+    def __init__(self, behave):
+        import socket
+        import threading
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.stop = threading.Event()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/sparql"
+
+        def serve():
+            self.sock.settimeout(0.2)
+            while not self.stop.is_set():
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    continue
+                threading.Thread(target=self._run, args=(behave, conn), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+
+    def _run(self, behave, conn):
+        try:
+            conn.recv(65536)
+            behave(conn, self.stop)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+HEADERS = (b"HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+json\r\n"
+           b"Connection: close\r\n\r\n")
+
+
+def _trickle(conn, stop):
+    conn.sendall(HEADERS)
+    for _ in range(200):                       # one byte every 0.2 s: 40 s if nobody stops it
+        if stop.is_set():
+            return
+        conn.sendall(b" ")
+        stop.wait(0.2)
+
+
+def _endless(conn, stop):
+    conn.sendall(HEADERS + b'{"head": {"vars": ["s"]}, "results": {"bindings": [')
+    row = b'{"s": {"type": "literal", "value": "x"}},' * 1000
+    while not stop.is_set():
+        conn.sendall(row)
+
+
+@pytest.mark.timeout(30)                        # the failure mode is a hang
+def test_a_trickling_server_cannot_outlast_the_time_limit():
+    server = _RawServer(_trickle)
+    try:
+        with pytest.raises(QueryTimeout, match="no complete answer within the time limit of 1 s"):
+            EndpointStore(server.url, timeout=1.0, retries=0).query("ASK { ?s ?p ?o }")
+    finally:
+        server.close()
+
+
+@pytest.mark.timeout(60)
+def test_an_endless_answer_is_cut_at_the_size_cap():
+    server = _RawServer(_endless)
+    try:
+        with pytest.raises(EndpointError, match="larger than 1,048,576 bytes"):
+            EndpointStore(server.url, timeout=30.0, retries=0, max_bytes=2**20).query("SELECT ?s { ?s ?p ?o }")
+    finally:
+        server.close()
