@@ -394,6 +394,8 @@ class _Collector:
             if p.startswith(_META_NS):
                 self._meta(s, p, obj)
                 continue
+            if type(obj) is not named and type(obj) is not literal:
+                continue                      # a blank node (a list, a value node): neither kind of value
             per_subject = uses.get(p)
             if per_subject is None:
                 per_subject = uses[p] = {}

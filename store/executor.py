@@ -32,6 +32,9 @@ from store.results import SelectResult, term_value
 
 BACKENDS = ("native", "oxigraph")
 
+OCCURS = "occurs"
+"""The fact "the entity occurs in some triple" (for entities the schema knows without a type)."""
+
 BATCH_SIZE = 256
 """Programs per batched query: big enough to spread the per-query cost (about 15 µs in
 pyoxigraph, a round trip over HTTP), small enough to keep VALUES joins cheap."""
@@ -221,6 +224,20 @@ class SparqlExecutor:
         except (SyntaxError, OSError, RuntimeError) as exc:
             raise StoreError(f"query failed: {exc}") from None
 
+    def _fact(self, guard) -> tuple[str | None, str] | None:
+        """The fact a guard needs: ``(entity IRI, property IRI)``, or ``(IRI, OCCURS)`` for an
+        entity the schema knows without a type (it exists where it occurs, as the native index
+        has it); ``None`` for guards that are queries of their own."""
+        if isinstance(guard, EntityGuard):
+            untyped = self.schema.entity_types.get(guard.name) == frozenset()
+            return guard.iri, OCCURS if untyped else RDF_TYPE
+        if isinstance(guard, AttributeGuard):
+            return guard.iri, guard.attribute_iri
+        return None
+
+    def _facts(self, compiled: CompiledQuery):
+        return (f for f in map(self._fact, compiled.guards) if f is not None)
+
     def _facts_found(self, facts) -> set[tuple[str, str]]:
         """Which (entity IRI, property IRI) facts hold: one query (or index lookups) for all.
 
@@ -232,10 +249,23 @@ class SparqlExecutor:
         raw = self._raw
         if raw is not None:
             graph = ox.DefaultGraph()
-            return {(iri, prop) for iri, prop in facts
-                    if next(iter(raw.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(prop),
-                                                       None, graph)), None) is not None}
+
+            def holds(iri: str, prop: str) -> bool:
+                node = ox.NamedNode(iri)
+                if prop == OCCURS:
+                    return (next(iter(raw.quads_for_pattern(node, None, None, graph)), None) is not None or
+                            next(iter(raw.quads_for_pattern(None, None, node, graph)), None) is not None)
+                return next(iter(raw.quads_for_pattern(node, ox.NamedNode(prop), None, graph)), None) is not None
+            return {(iri, prop) for iri, prop in facts if holds(iri, prop)}
         found: set[tuple[str, str]] = set()
+        occurs = [iri for iri, prop in facts if prop == OCCURS]
+        facts = [f for f in facts if f[1] != OCCURS]
+        for start in range(0, len(occurs), FACTS_PER_QUERY):
+            values = " ".join(f"<{iri}>" for iri in occurs[start:start + FACTS_PER_QUERY])
+            result = self.store.query("SELECT DISTINCT ?entity WHERE {\n"
+                                      f"  VALUES ?entity {{ {values} }}\n"
+                                      "  { ?entity ?p ?o } UNION { ?s ?p ?entity }\n}")
+            found |= {(str(row[0]), OCCURS) for row in _select(result).rows}
         for start in range(0, len(facts), FACTS_PER_QUERY):
             # IRIs come from the schema (parsed RDF) or a name the compiler found plain
             # ([A-Za-z0-9_]+) in the entity namespace, so they are safe between < and >.
@@ -250,7 +280,7 @@ class SparqlExecutor:
         """The first entity or attribute guard that fails (one query for all unknown facts)."""
         pending = {}
         for g in compiled.guards:
-            fact = _fact(g)
+            fact = self._fact(g)
             if fact is None:
                 continue
             if fact not in self._known:
@@ -284,7 +314,7 @@ class SparqlExecutor:
             except ProgramError as exc:
                 outcomes[i] = exc
         # Every fact any program needs, known or not, in one go.
-        pending = {fact for _, c in compiled for fact in _facts(c) if fact not in self._known}
+        pending = {fact for _, c in compiled for fact in self._facts(c) if fact not in self._known}
         found = self._facts_found(sorted(pending))
         self._known |= found
         missing = pending - found
@@ -295,7 +325,7 @@ class SparqlExecutor:
             if plan is None:
                 singles.append((i, c))
                 continue
-            failed = min((g for g in c.guards if _fact(g) in missing), key=lambda g: g.step, default=None)
+            failed = min((g for g in c.guards if self._fact(g) in missing), key=lambda g: g.step, default=None)
             if failed is not None:
                 outcomes[i] = _fact_error(failed)
             else:
@@ -345,18 +375,6 @@ class SparqlExecutor:
         if values == 0:
             raise ExecutionError(f"{self.schema.entity_name(row['member'])} has no {guard.attribute}",
                                  step=guard.step)
-
-
-def _fact(guard) -> tuple[str | None, str] | None:
-    if isinstance(guard, EntityGuard):
-        return guard.iri, RDF_TYPE
-    if isinstance(guard, AttributeGuard):
-        return guard.iri, guard.attribute_iri
-    return None
-
-
-def _facts(compiled: CompiledQuery):
-    return (f for f in map(_fact, compiled.guards) if f is not None)
 
 
 def _fact_error(guard) -> ExecutionError:

@@ -152,3 +152,36 @@ def test_cli_sparql_and_stats_on_any_kb():
     assert stats["entities"] == 33
     assert stats["classes"]["Person"] == 16 and stats["classes"]["Agent"] == 24     # subclasses counted
     assert stats["relations"]["memberOf"] == 21 and stats["attributes"]["nickname"] == 4
+
+
+UNTYPED = """@prefix ex: <http://example.org/u/> .
+ex:a a ex:T ; ex:r ex:b ; ex:list ( ex:a ex:b ) .
+"""
+
+
+def test_an_entity_without_a_type_exists_on_every_engine(tmp_path):
+    """ex:b occurs only as an object: the schema knows it without a type. Every engine finds it,
+    the embedded store directly and through the generic (endpoint) path; a predicate whose
+    only objects are blank nodes (an RDF list) is neither a relation nor an attribute."""
+    from kopl2sparql.kbindex import KBIndex
+    from store.executor import NativeExecutor
+    from store.oxigraph import OxigraphStore
+    path = tmp_path / "untyped.ttl"
+    path.write_text(UNTYPED)
+    native = get_executor("native", kb=path)
+    schema = native.schema
+    assert schema.entity_classes("b") is None and "list" not in schema.attributes and "list" not in schema.relations
+    store = OxigraphStore()
+    store.load_turtle(path, with_ontology=False)
+
+    class QueryOnly:                      # what an endpoint offers: queries, no triple index
+        def query(self, sparql):
+            return store.query(sparql)
+
+    engines = [native, NativeExecutor(KBIndex.from_turtle(path, schema), schema),
+               get_executor("oxigraph", kb=path), SparqlExecutor(QueryOnly(), schema, name="generic")]
+    for engine in engines:
+        assert engine.execute(parse("Find(b);Count()")).canonical() == "1", engine.name
+        assert engine.execute(parse("Find(b);RelateInv(r);QueryName()")).canonical() == "a", engine.name
+        with pytest.raises(ExecutionError, match="unknown entity 'zz'"):
+            engine.execute(parse("Find(zz);Count()"))
