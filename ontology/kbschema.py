@@ -193,7 +193,7 @@ class Schema:
         :raises ConfigError: a file is missing or not valid Turtle, or the KB breaks a rule
             above (two entities with one local name, a predicate used both ways).
         """
-        parsers, prefixes = [], {}
+        prefixes: dict[str, str] = {}
 
         def triples():
             for path in paths:
@@ -208,7 +208,6 @@ class Schema:
                     raise ConfigError(f"{path} is not valid Turtle: {exc}") from None
                 except OSError as exc:
                     raise ConfigError(f"cannot read {path}: {exc}") from None
-                parsers.append(parser)
 
         collected = _Collector(label)
         collected.add_all(triples())
