@@ -142,3 +142,60 @@ def summary(kb: dict) -> dict:
         "relations_forward": sum(r["direction"] == "forward" for r in relations),
         "relations_backward": sum(r["direction"] == "backward" for r in relations),
     }
+
+
+# ---- KQA Pro-format KBs (full KoPL, kqapro package) -------------------------------------------
+
+def _write_bytes(out: Path | str, data: bytes) -> None:
+    from synkqa.benchmark.paths import atomic_path
+
+    with atomic_path(Path(out)) as tmp:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+
+
+def import_kqapro(json_path: Path | str, out: Path | str) -> dict:
+    """KQA Pro's KB JSON -> Turtle in KQA Pro's RDF model (docs/FULL_KOPL.md); returns counts."""
+    from kqapro.kb import KB
+    from kqapro.rdf import kb_to_turtle
+
+    kb = KB.load(json_path)
+    data = kb_to_turtle(kb)
+    _write_bytes(out, data)
+    return kb.counts() | {"path": str(out), "bytes": len(data)}
+
+
+def is_kqapro_file(turtle: Path | str) -> bool:
+    """Whether a Turtle file is a KQA Pro-model KB (written by import_kqapro or build_kqapro)."""
+    from kqapro.rdf import is_kqapro_turtle
+
+    try:
+        with open(turtle, "rb") as handle:
+            return is_kqapro_turtle(handle.read(1 << 16))
+    except OSError:
+        return False
+
+
+def export_kqapro_model(turtle: Path | str, out: Path | str, *, backward: bool = True) -> dict:
+    """A KQA Pro-model Turtle back to KQA Pro's KB JSON (the inverse of import_kqapro)."""
+    from kqapro.rdf import kb_from_turtle
+
+    kb = kb_from_turtle(turtle)
+    data = json.dumps(kb.to_json(backward=backward), ensure_ascii=False, separators=(",", ":")) + "\n"
+    _write_bytes(out, data.encode("utf-8"))
+    return kb.counts() | {"path": str(out)}
+
+
+def build_kqapro(seed: int, scale: float, out: Path | str) -> dict:
+    """Generate a KQA Pro-shaped KB (kqapro.generator) and write it as Turtle."""
+    from kqapro.generator import generate
+    from kqapro.kb import KB
+    from kqapro.rdf import kb_to_turtle
+
+    kb = KB.from_json(generate(scale=scale, seed=seed), where="generated KB")
+    data = kb_to_turtle(kb)
+    _write_bytes(out, data)
+    return kb.counts() | {"path": str(out), "bytes": len(data)}

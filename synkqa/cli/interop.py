@@ -87,16 +87,54 @@ def export(
                                       "subject (kopl-engine derives the backward edges; kopl needs them)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Write the KB in KQA Pro's JSON (concepts, entities, attributes, relations both ways)."""
-    from synkqa.benchmark.kqapro_kb import write_kqapro
+    """Write the KB in KQA Pro's JSON (concepts, entities, attributes, relations both ways).
 
-    summary = write_kqapro(_turtle(file, seed, scale), out, backward=not forward_only)
+    A KQA Pro-model Turtle (from `kb import --kqapro` or `kb build --kind kqapro`) is written
+    back exactly as imported (up to order); the SynKQA-Pro KB is converted (docs/KB.md)."""
+    from synkqa.benchmark.kqapro_kb import export_kqapro_model, is_kqapro_file, write_kqapro
+
+    turtle = _turtle(file, seed, scale)
+    if is_kqapro_file(turtle):
+        counts = export_kqapro_model(turtle, out, backward=not forward_only)
+        if as_json:
+            print_json(counts | {"format": fmt.value})
+            return
+        stdout.print(f"wrote {counts['entities']} entities, {counts['concepts']} concepts, "
+                     f"{counts['attribute_facts']} attribute facts, {counts['relation_facts']} relation facts "
+                     f"as {fmt.value} JSON to {out}")
+        return
+    summary = write_kqapro(turtle, out, backward=not forward_only)
     if as_json:
         print_json(summary | {"format": fmt.value})
         return
     stdout.print(f"wrote {summary['entities']} entities, {summary['attributes']} attributes, "
                  f"{summary['relations_forward']} relations (+{summary['relations_backward']} backward) "
                  f"as {fmt.value} JSON to {out}")
+
+
+@handle_errors
+def import_(
+    kqapro: Path = typer.Option(..., "--kqapro", exists=True, dir_okay=False,
+                                help="KQA Pro's KB JSON (kb.json: concepts, entities with attributes, "
+                                     "relations and qualifiers)."),
+    out: Path = typer.Option(..., "--out", dir_okay=False, help="Turtle file to write."),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
+) -> None:
+    """Read a KQA Pro KB (JSON) and write it as Turtle in KQA Pro's own RDF model.
+
+    The Turtle keeps KQA Pro's pred:name / pred:instance_of / value nodes / fact nodes, so
+    KQA Pro-style SPARQL runs on it, and full KoPL programs run on it with
+    `synkqa execute --kb OUT`. `kb export --format kqapro --file OUT` writes the JSON back."""
+    from synkqa.benchmark.kqapro_kb import import_kqapro
+
+    counts = import_kqapro(kqapro, out)
+    if as_json:
+        print_json(counts)
+        return
+    stdout.print(f"wrote {out}: {counts['entities']} entities, {counts['concepts']} concepts, "
+                 f"{counts['relations']} relations, {counts['attribute_keys']} attribute keys, "
+                 f"{counts['attribute_facts']} attribute facts, {counts['relation_facts']} relation facts, "
+                 f"{counts['qualifier_values']} qualifier values")
 
 
 def register(app: typer.Typer) -> None:
@@ -110,3 +148,4 @@ def register(app: typer.Typer) -> None:
         return
     kb_app.command("load")(load)
     kb_app.command("export")(export)
+    kb_app.command("import")(import_)

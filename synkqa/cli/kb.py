@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -77,9 +78,17 @@ def _mb(size: int) -> str:
 
 # ---- kb build -------------------------------------------------------------------------------
 
+class KBKind(str, Enum):
+    synkqa = "synkqa"
+    kqapro = "kqapro"
+
+
 @kb_app.command("build")
 @handle_errors
 def build(
+    kind: KBKind = typer.Option(KBKind.synkqa, "--kind", help="synkqa: the paper's KB (4 classes); "
+                                "kqapro: a KQA Pro-shaped KB (concept hierarchy, qualifiers, units, dates; "
+                                "about 17,000 entities per scale unit) in KQA Pro's RDF model."),
     seed: int = SEED,
     scale: int = SCALE,
     out: Path = typer.Option(None, "--out", help="Write the Turtle here (default: the cache, "
@@ -93,6 +102,8 @@ def build(
     from store.oxigraph import OxigraphStore, file_sha256
     from synkqa.benchmark import kbgen, paths, world
 
+    if kind is KBKind.kqapro:
+        return _build_kqapro(seed, scale, out, store, force, as_json)
     target = _writable_file(out if out is not None else paths.kb_turtle(seed, scale), "the Turtle")
     _store_dir(store)
     start = time.perf_counter()
@@ -126,6 +137,38 @@ def build(
         s = report["store"]
         how = "loaded" if s["loaded"] else "already loaded (not reloaded)"
         stdout.print(f"store {s['path']}: {how}, {s['triples']} KB triples ({s['seconds']:.2f} s)")
+
+
+def _build_kqapro(seed: int, scale: int, out: Path | None, store: Path | None, force: bool,
+                  as_json: bool) -> None:
+    from store.oxigraph import file_sha256
+    from synkqa.benchmark import paths
+    from synkqa.benchmark.kqapro_kb import build_kqapro
+
+    if store is not None:
+        raise fail("--store is for the synkqa KB; load a kqapro KB with `synkqa execute --kb FILE`", 2)
+    target = _writable_file(out if out is not None else paths.home() / f"kqapro-seed{seed}-scale{scale}.ttl",
+                            "the Turtle")
+    start = time.perf_counter()
+    generated = out is not None or force or not target.exists()
+    report: dict[str, Any] = {"kind": "kqapro", "seed": seed, "scale": scale, "turtle": str(target),
+                              "generated": generated}
+    if generated:
+        with stderr.status(f"generating a KQA Pro-shaped KB (scale {scale}, seed {seed})",
+                           spinner="dots") if not as_json else contextlib.nullcontext():
+            report |= build_kqapro(seed, scale, target)
+        report["path"] = str(target)
+    report |= {"sha256": file_sha256(target), "bytes": target.stat().st_size,
+               "seconds": round(time.perf_counter() - start, 3)}
+    if as_json:
+        print_json(report)
+        return
+    verb = "wrote" if generated else "already built"
+    counts = "" if not generated else (f": {report['entities']} entities, {report['concepts']} concepts, "
+                                       f"{report['relations']} relations, {report['attribute_keys']} attribute "
+                                       f"keys, {report['qualifier_keys']} qualifier keys")
+    stdout.print(f"{verb} {target}{counts} ({_mb(report['bytes'])}, {report['seconds']:.2f} s)\n"
+                 f"sha256 {report['sha256']}")
 
 
 # ---- kb stats -------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, StoreError, SynKQAError
 from kopl2sparql.program import Program
-from synkqa.cli.common import EXIT_FAIL, EXIT_USAGE, handle_errors, print_json, stdout
+from synkqa.cli.common import EXIT_FAIL, EXIT_USAGE, handle_errors, print_json, stderr, stdout
 
 # Errors that belong to one program of a batch: that line fails, the batch goes on. Store and
 # configuration errors are not about the program and stop the batch.
@@ -212,6 +212,10 @@ def execute_command(
     if input_file is not None and str(input_file) != "-" and not input_file.is_file():
         typer.echo(f"error: no such file: {input_file}", err=True)
         raise typer.Exit(EXIT_USAGE)
+    if kb is not None:
+        from synkqa.benchmark.kqapro_kb import is_kqapro_file
+        if is_kqapro_file(kb):
+            return _execute_kqapro(program, input_file, backend, trace, json_output, cross_check, kb)
     from kopl2sparql.typecheck import check
 
     executor = None
@@ -254,11 +258,75 @@ def execute_command(
         if trace:
             row["trace"] = steps
         _report(row, json_output, single)
+    _exit_if_failed(failed, total, single)
+
+
+def _exit_if_failed(failed: int, total: int, single: bool) -> None:
     if failed:
         if not single:
             noun = "program" if total == 1 else "programs"
             typer.echo(f"error: {failed} of {total} {noun} failed", err=True)
         raise typer.Exit(EXIT_FAIL)
+
+
+def _execute_kqapro(program, input_file, backend: str, trace: bool, json_output: bool, cross_check: bool,
+                    kb_file: Path) -> None:
+    """Full KoPL (KQA Pro's 27 functions) on a KQA Pro-model KB: JSON programs or the text syntax."""
+    from kqapro.program import parse_program
+
+    engine = None
+    total = failed = 0
+    single = program is not None
+    for text, record_id in _inputs(program, input_file):
+        total += 1
+        row: dict[str, Any] = {} if record_id is None else {"id": record_id}
+        row.update(program=None if isinstance(text, _BadLine) else text, answer=None, error=None)
+        steps = None
+        try:
+            if isinstance(text, _BadLine):
+                raise text
+            parsed = parse_program(text)
+            row["program"] = parsed.to_json() if json_output else parsed.to_text()
+            if engine is None:
+                engine, native = _kqapro_engine(kb_file, backend, cross_check)
+            if trace:
+                _, done = native.interpreter.trace(parsed)
+                steps = [{"step": s.index + 1, "function": s.function, "kind": s.kind,
+                          "value": "|".join(s.preview) + (f"|… ({s.size})" if s.size > len(s.preview) else "")}
+                         for s in done]
+            answer = engine.run(parsed)
+            row["answer"] = answer.to_json() if json_output else answer.text
+        except StoreError as exc:
+            if single:
+                raise
+            failed += 1
+            row["error"] = str(exc)
+        except PER_PROGRAM_ERRORS as exc:
+            failed += 1
+            row["error"] = str(exc)
+        if trace:
+            row["trace"] = steps
+        _report(row, json_output, single)
+    _exit_if_failed(failed, total, single)
+
+
+def _kqapro_engine(kb_file: Path, backend: str, cross_check: bool):
+    from kqapro.engines import CrossCheck, EndpointEngine, NativeEngine, OxigraphEngine
+    from kqapro.rdf import kb_from_turtle
+
+    with stderr.status(f"reading {kb_file}", spinner="dots"):
+        kb = kb_from_turtle(kb_file)
+        native = NativeEngine(kb)
+        if backend == "native" and not cross_check:
+            return native, native
+        if backend.startswith(("http://", "https://")):
+            from store.remote import EndpointStore
+            sparql = EndpointEngine(kb, EndpointStore(backend), name=backend)
+        else:
+            sparql = OxigraphEngine(kb, Path(kb_file))
+    if cross_check:
+        return CrossCheck([native, sparql]), native
+    return sparql, native
 
 
 def _report(row: dict, json_output: bool, single: bool) -> None:
