@@ -208,8 +208,10 @@ class KB:
             rels[fact.head].append({"relation": fact.relation, "direction": "forward",
                                     "object": fact.tail, "qualifiers": q})
             if backward and fact.tail in self.entities:
+                # a dict of its own: kopl parses qualifier values in place, and a shared
+                # dict would be parsed twice
                 rels[fact.tail].append({"relation": fact.relation, "direction": "backward",
-                                        "object": fact.head, "qualifiers": q})
+                                        "object": fact.head, "qualifiers": qualifiers_json(fact.qualifiers)})
         concepts = {cid: {"name": c.name, "subclassOf": list(c.parents)}
                     for cid, c in sorted(self.concepts.items())}
         entities = {}

@@ -69,6 +69,19 @@ class _Sampler:
         y, m, d = value.value
         return Value.date((y + self.rng.choice([-1, 0, 1]), m, min(d, 28)))
 
+    def maybe_qfilter(self, step: int, fact) -> int:
+        """Often, when the fact just followed has qualifiers: test one (twice, sometimes)."""
+        while fact.qualifiers and self.rng.random() < 0.6:
+            qkey, values = self.rng.choice(fact.qualifiers)
+            q = self.rng.choice(values)
+            fname = "QFilter" + _SUFFIX[q.type]
+            target = self.near(q)
+            if q.type == "date" and self.rng.random() < 0.3:
+                fname, target = "QFilterYear", Value.year(q.year_of)
+            inputs = [qkey, value_text(target)] + ([] if fname == "QFilterStr" else [self.op(q.type)])
+            step = self.add(fname, inputs, [step])
+        return step
+
     def start(self) -> tuple[int, str | None]:
         """A branch start: (step, a member of its output)."""
         if self.rng.random() < 0.75 or not self.populated:
@@ -88,12 +101,18 @@ class _Sampler:
             r = self.rng.random()
             if r < 0.35 and rep is not None and (self.fact_of_head[rep] or self.fact_of_tail[rep]):
                 forward = bool(self.fact_of_head[rep]) and (not self.fact_of_tail[rep] or self.rng.random() < 0.5)
-                i = self.rng.choice(self.fact_of_head[rep] if forward else self.fact_of_tail[rep])
+                pool = self.fact_of_head[rep] if forward else self.fact_of_tail[rep]
+                qualified = [i for i in pool if self.kb.relations[i].qualifiers]
+                # qualified facts are a minority: prefer them half the time, for QFilter*
+                i = self.rng.choice(qualified if qualified and self.rng.random() < 0.5 else pool)
                 f = self.kb.relations[i]
                 step = self.add("Relate", [f.relation, "forward" if forward else "backward"], [step])
                 rep, kind, fact = (f.tail if forward else f.head), "facts", f
+                step = self.maybe_qfilter(step, fact)
             elif r < 0.6 and rep is not None and self.kb.entities[rep].attributes:
-                a = self.rng.choice(self.kb.entities[rep].attributes)
+                attributes = self.kb.entities[rep].attributes
+                qualified = [a for a in attributes if a.qualifiers]
+                a = self.rng.choice(qualified if qualified and self.rng.random() < 0.4 else attributes)
                 fname = "Filter" + _SUFFIX[a.value.type]
                 target = self.near(a.value)
                 if a.value.type == "date" and self.rng.random() < 0.3:
@@ -102,15 +121,7 @@ class _Sampler:
                 inputs = [a.key, value_text(target)] + ([] if fname == "FilterStr" else [op])
                 step = self.add(fname, inputs, [step])
                 kind, fact = "facts", a
-            elif r < 0.75 and kind == "facts" and fact is not None and fact.qualifiers:
-                qkey, values = self.rng.choice(fact.qualifiers)
-                q = self.rng.choice(values)
-                fname = "QFilter" + _SUFFIX[q.type]
-                target = self.near(q)
-                if q.type == "date" and self.rng.random() < 0.3:
-                    fname, target = "QFilterYear", Value.year(q.year_of)
-                inputs = [qkey, value_text(target)] + ([] if fname == "QFilterStr" else [self.op(q.type)])
-                step = self.add(fname, inputs, [step])
+                step = self.maybe_qfilter(step, fact)
             elif r < 0.85 and rep is not None and self.kb.entities[rep].concepts:
                 concepts = sorted(self.kb.entity_concepts(rep))
                 step = self.add("FilterConcept", [self.kb.concepts[self.rng.choice(concepts)].name], [step])

@@ -7,4 +7,11 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test,peers]'
 bash scripts/install_endpoints.sh
+# Apache Jena ARQ/TDB2 (tests/test_jena.py): Debian's jars, a JRE, and javac for the query server.
+if [ ! -f /usr/share/java/jena-arq.jar ] || ! command -v java >/dev/null || ! command -v javac >/dev/null; then
+    SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+        libapache-jena-java default-jre-headless default-jdk-headless
+fi
 python3 -m pytest "$@"

@@ -254,3 +254,55 @@ def test_example_and_random_programs_agree_on_virtuoso(kb, engines, tmp_path_fac
         assert wrong == []
     finally:
         server.stop()
+
+
+# ---- command line ------------------------------------------------------------------------------
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from synkqa.cli import app
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def test_cli_import_execute_export(tmp_path):
+    source = tmp_path / "kb.json"
+    source.write_text(json.dumps(example_kb))
+    turtle, back = tmp_path / "kb.ttl", tmp_path / "back.json"
+    result = _cli("kb", "import", "--kqapro", str(source), "--out", str(turtle), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["entities"] == 4
+    result = _cli("execute", "--kb", str(turtle), "--cross-check",
+                  "Find(LeBron James);Relate(drafted by, forward);QFilterYear(point in time, 2003, =);What()")
+    assert result.exit_code == 0 and result.output.strip() == "Cleveland Cavaliers", result.output
+    lines = tmp_path / "programs.jsonl"
+    lines.write_text("\n".join([
+        json.dumps({"id": "q1", "program": [{"function": "Find", "inputs": ["Akron"], "dependencies": []},
+                                            {"function": "QueryAttr", "inputs": ["population"],
+                                             "dependencies": [0]}]}),
+        json.dumps([{"function": "FindAll", "inputs": [], "dependencies": []},
+                    {"function": "FilterConcept", "inputs": ["athlete"], "dependencies": [0]},
+                    {"function": "Count", "inputs": [], "dependencies": [1]}]),
+        "Find(Akron);QueryAttr(populaton)",
+    ]) + "\n")
+    result = _cli("execute", "--kb", str(turtle), "--backend", "oxigraph", "--input", str(lines), "--json")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1
+    assert [r.get("id") for r in rows] == ["q1", None, None]
+    assert [r["answer"] for r in rows] == [["199110"], 2, None]
+    assert "did you mean population?" in rows[2]["error"]
+    result = _cli("kb", "export", "--format", "kqapro", "--file", str(turtle), "--out", str(back))
+    assert result.exit_code == 0, result.output
+    assert json.loads(back.read_text()) == KB.from_json(copy.deepcopy(example_kb)).to_json()
+
+
+def test_cli_import_refuses_a_broken_kb(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"concepts": {}, "entities": {"Q1": {"name": "x", "instanceOf": ["C1"]}}}')
+    result = _cli("kb", "import", "--kqapro", str(bad), "--out", str(tmp_path / "out.ttl"))
+    assert result.exit_code == 1
+    assert "unknown concept C1" in result.output
+    assert not (tmp_path / "out.ttl").exists()
+    bad.write_text("{not json")
+    result = _cli("kb", "import", "--kqapro", str(bad), "--out", str(tmp_path / "out.ttl"))
+    assert result.exit_code == 1 and "not JSON (line 1" in result.output
