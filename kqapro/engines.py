@@ -43,6 +43,7 @@ class SparqlEngine:
     """A program compiled to SPARQL, run by :meth:`rows` (one dict per solution)."""
 
     name = "sparql"
+    dialect = "portable"
 
     def __init__(self, kb: KB):
         self.kb = kb
@@ -51,7 +52,7 @@ class SparqlEngine:
         raise NotImplementedError
 
     def run(self, program: Program) -> Answer:
-        compiled = compile_program(program, self.kb)
+        compiled = compile_program(program, self.kb, self.dialect)
         return decode(compiled.kind, self.rows(compiled.sparql))
 
 
@@ -59,6 +60,7 @@ class OxigraphEngine(SparqlEngine):
     """The embedded Oxigraph store, loaded with the KB's Turtle."""
 
     name = "oxigraph"
+    dialect = "exists"
 
     def __init__(self, kb: KB, turtle: bytes | Path | None = None):
         super().__init__(kb)
@@ -119,3 +121,22 @@ class CrossCheck:
                                          f"{answers[0][0]} says {safe_text(first.text, 200)!r}, "
                                          f"{name} says {safe_text(answer.text, 200)!r}")
         return first
+
+
+class JenaSparqlEngine(SparqlEngine):
+    """Apache Jena (ARQ in memory, or TDB2) in a long-lived JVM (:class:`store.jena.JenaEngine`)."""
+
+    dialect = "exists"
+
+    def __init__(self, kb: KB, turtle: Path, *, tdb2_dir: Path | None = None):
+        from store.jena import JenaEngine
+
+        super().__init__(kb)
+        self.name = "jena-tdb2" if tdb2_dir else "jena"
+        self.jena = JenaEngine(Path(turtle), base_iri=BASE, tdb2_dir=tdb2_dir)
+
+    def rows(self, sparql: str) -> list[dict]:
+        return rows_from_json(self.jena.query(sparql))
+
+    def close(self) -> None:
+        self.jena.close()

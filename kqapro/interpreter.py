@@ -10,6 +10,7 @@ relations read off forward facts (``backward-derived``).
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -60,29 +61,38 @@ class Interpreter:
 
     # ---- public ---------------------------------------------------------------------------
     def run(self, program: Program) -> Answer:
-        return self.trace(program)[0]
+        return self._execute(program, None)
 
     def trace(self, program: Program) -> tuple[Answer, list[TraceStep]]:
+        steps: list[TraceStep] = []
+        return self._execute(program, steps), steps
+
+    def _execute(self, program: Program, trace: list[TraceStep] | None) -> Answer:
         check(program, self.kb)
         memory: list[object] = []
-        trace = []
         for i, step in enumerate(program.steps):
             args = [memory[d] for d in step.dependencies]
             out = getattr(self, "_" + step.function)(*args, *step.inputs)
             memory.append(out)
-            trace.append(self._describe(i, step, out))
+            if trace is not None:
+                trace.append(self._describe(i, step, out))
         out = memory[-1]
         # a program ending in QueryAttr* / Query*Qualifier answers with the value texts
-        return (out if isinstance(out, Answer) else value_answer(out)), trace
+        return out if isinstance(out, Answer) else value_answer(out)
 
     # ---- helpers --------------------------------------------------------------------------
     def _describe(self, i, step, out) -> TraceStep:
+        """The step's output for a trace: its size and at most :data:`PREVIEW` items (of a
+        large set, the entities with the smallest ids: naming and sorting all of FindAll's
+        tens of thousands would cost more than running the program)."""
         if isinstance(out, Answer):
             kind, items = out.kind, list(out.items)
-        elif isinstance(out, Facts):
-            kind, items = "facts", sorted(self.kb.name_of(e) for e in out.entities)
-        elif isinstance(out, frozenset):
-            kind, items = "entities", sorted(self.kb.name_of(e) for e in out)
+        elif isinstance(out, (Facts, frozenset)):
+            kind = "facts" if isinstance(out, Facts) else "entities"
+            ids = out.entities if isinstance(out, Facts) else out
+            chosen = ids if len(ids) <= 10 * PREVIEW else heapq.nsmallest(PREVIEW, ids)
+            items = sorted({self.kb.name_of(e) for e in chosen})
+            return TraceStep(i, step.function, step.inputs, step.dependencies, kind, len(ids), items[:PREVIEW])
         else:
             kind, items = "values", sorted({v.text() for v in out})
         return TraceStep(i, step.function, step.inputs, step.dependencies, kind, len(items), items[:PREVIEW])
@@ -108,7 +118,7 @@ class Interpreter:
 
     # ---- the 27 functions -------------------------------------------------------------------
     def _FindAll(self):
-        return frozenset(self.kb.entities)
+        return self.kb.entity_ids
 
     def _Find(self, name):
         return frozenset(self.kb.by_name.get(name, ()))

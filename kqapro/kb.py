@@ -8,9 +8,10 @@ once, with its head and tail. A fact listed in one direction only is the same fa
 number of copies of a fact is the larger of its forward and backward counts, so a KB that
 lists both directions and one that lists only one read the same.
 
-Lossless up to order: :meth:`to_json` writes entities by id, attributes by key, value and
-qualifiers, relations by relation, direction, object and qualifiers, and every relation
-fact in both directions (``kopl`` follows only what is written).
+Lossless up to order: :meth:`to_json` writes entities by id, concepts' parents and
+entities' concepts sorted, attributes by key, value and qualifiers, relations by relation,
+direction, object and qualifiers, and every relation fact in both directions (``kopl``
+follows only what is written).
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ class KB:
             parents = info.get("subclassOf", [])
             if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
                 raise ConfigError(f"{at}.subclassOf: expected a list of concept ids")
-            concepts[cid] = Concept(cid, info["name"], tuple(parents))
+            # sorted: RDF keeps no order among a concept's parents or an entity's concepts
+            concepts[cid] = Concept(cid, info["name"], tuple(sorted(parents)))
         entities: dict[str, Entity] = {}
         forward: Counter = Counter()
         backward: Counter = Counter()
@@ -174,7 +176,7 @@ class KB:
                 else:
                     raise ConfigError(f"{rat}.direction: {safe_text(repr(direction), 40)} is neither "
                                       "'forward' nor 'backward'")
-            entities[eid] = Entity(eid, info["name"], tuple(kinds), attributes)
+            entities[eid] = Entity(eid, info["name"], tuple(sorted(kinds)), attributes)
         relations = []
         for fact in sorted(set(forward) | set(backward), key=RelationFact.sort_key):
             relations.extend([fact] * max(forward[fact], backward[fact]))
@@ -258,6 +260,10 @@ class KB:
         return sorted(types)[0] if len(types) == 1 else "mixed"
 
     # ---- indexes ---------------------------------------------------------------------------
+    @cached_property
+    def entity_ids(self) -> frozenset[str]:
+        return frozenset(self.entities)
+
     @cached_property
     def by_name(self) -> dict[str, tuple[str, ...]]:
         out: dict[str, list] = defaultdict(list)

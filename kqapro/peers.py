@@ -101,6 +101,8 @@ incomparable,                   a Verify* whose input values are empty (by ``kop
 verify-empty-yes                ``yes``, ours ``no``
 incomparable,                   a Count the engine answers with ``kopl``'s raw ``len`` (one per fact)
 count-duplicates                where ours counts distinct entities
+incomparable,                   a larger Count after Relate/Filter*: the engine keeps an entity once
+count-multiset                  per fact through Or and FilterConcept too (kopl makes a set there)
 incomparable,                   ours has several items and the engine's single string is one of them
 first-item-only
 incomparable, empty-as-no       ours is empty and the engine says ``no`` (also its Verify "no")
@@ -125,7 +127,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +163,9 @@ class PeerRawResult:
 
     text: str | None
     error: str | None = None
+    seconds: float | None = field(default=None, compare=False)
+    """Time the engine took for the program inside the child (parse + forward); a
+    measurement, not part of the result."""
 
 
 # ---- programs -------------------------------------------------------------------------------
@@ -592,7 +597,7 @@ def _raw_result(item: dict) -> PeerRawResult:
     text = str(item.get("text", ""))
     if text.strip() in ENGINE_MESSAGES:
         return PeerRawResult(None, f"engine: {text.strip()}")
-    return PeerRawResult(text.rstrip("\n"))
+    return PeerRawResult(text.rstrip("\n"), seconds=item.get("seconds"))
 
 
 def _child_main(kb_path: str, threads: int) -> int:
@@ -616,7 +621,10 @@ def _child_main(kb_path: str, threads: int) -> int:
         if not line:
             return 0
         try:
-            result = {"text": ke.forward(executor, ke.parse_program(json.loads(line)), False)}
+            program = json.loads(line)
+            started = time.perf_counter()
+            text = ke.forward(executor, ke.parse_program(program), False)
+            result = {"text": text, "seconds": time.perf_counter() - started}
         except UnicodeDecodeError as exc:
             # the engine returned a dangling buffer (seen for long number texts)
             result = {"error": f"garbled output ({type(exc).__name__})"}
@@ -679,7 +687,25 @@ def _structural_reason(ours: Answer, text: str, steps: list[dict], kb: dict,
         counted = _kopl_output(kopl, kb, steps, final["dependencies"][0])
         if isinstance(counted, tuple) and _integer(text) == len(counted[0]):
             return "count-duplicates"
+        # kopl-engine keeps an entity once per fact that reached it even through Or and
+        # FilterConcept, where kopl makes a set: a larger count after a fact-giving step
+        number = _integer(text)
+        if number is not None and number > int(ours.items[0]) and _reached_through_facts(
+                steps, final["dependencies"][0]):
+            return "count-multiset"
     return None
+
+
+def _reached_through_facts(steps: list[dict], index: int) -> bool:
+    """Whether the subtree ending at ``index`` has a step that gives entities with facts."""
+    todo = [index]
+    while todo:
+        step = steps[todo.pop()]
+        if step["function"] == "Relate" or step["function"].startswith(("Filter", "QFilter")) \
+                and step["function"] != "FilterConcept":
+            return True
+        todo.extend(step["dependencies"])
+    return False
 
 
 def _presentation_reason(ours: Answer, text: str) -> str | None:

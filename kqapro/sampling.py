@@ -71,7 +71,9 @@ class _Sampler:
 
     def maybe_qfilter(self, step: int, fact) -> int:
         """Often, when the fact just followed has qualifiers: test one (twice, sometimes)."""
-        while fact.qualifiers and self.rng.random() < 0.6:
+        for _ in range(2):
+            if not fact.qualifiers or self.rng.random() >= 0.55:
+                break
             qkey, values = self.rng.choice(fact.qualifiers)
             q = self.rng.choice(values)
             fname = "QFilter" + _SUFFIX[q.type]

@@ -69,16 +69,16 @@ def _units(kb: KB) -> dict[str, frozenset[str]]:
 
 def check(program: Program, kb: KB) -> list[StepType]:
     """The type of every step; raises :class:`ProgramTypeError` at the first problem."""
-    source, spans, input_spans = program.text_and_spans()
     types: list[StepType] = []
 
     for i, step in enumerate(program.steps):
         f = FUNCTIONS[step.function]
         roles = dict(zip(f.inputs, step.inputs))
-        where = {role: input_spans[i][j] for j, role in enumerate(f.inputs)}
 
         def fail(message: str, role: str | None = None) -> None:
-            span = where.get(role, spans[i]) if role else spans[i]
+            # the text form and its spans only when there is an error to show
+            source, spans, input_spans = program.text_and_spans()
+            span = input_spans[i][f.inputs.index(role)] if role in f.inputs else spans[i]
             raise ProgramTypeError(message, source, span, step=i + 1)
 
         for k, dep in enumerate(step.dependencies):
@@ -169,6 +169,7 @@ def check(program: Program, kb: KB) -> list[StepType]:
 
     last = types[-1]
     if last.kind in ("entities", "facts"):
+        source, spans, _ = program.text_and_spans()
         raise ProgramTypeError("the program ends in a set of entities; end it with What, Count or "
                                "another function that answers", source, spans[-1], step=len(types))
     return types

@@ -306,3 +306,23 @@ def test_cli_import_refuses_a_broken_kb(tmp_path):
     bad.write_text("{not json")
     result = _cli("kb", "import", "--kqapro", str(bad), "--out", str(tmp_path / "out.ttl"))
     assert result.exit_code == 1 and "not JSON (line 1" in result.output
+
+
+@pytest.mark.slow
+def test_cli_build_kqapro_at_scale_1(tmp_path):
+    out = tmp_path / "kqa.ttl"
+    result = _cli("kb", "build", "--kind", "kqapro", "--scale", "1", "--seed", "5", "--out", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert 15_000 <= report["entities"] <= 20_000 and report["concepts"] >= 500
+    assert report["relations"] >= 250 and report["attribute_keys"] + report["qualifier_keys"] >= 500
+    assert report["bytes"] == out.stat().st_size
+
+
+def test_generated_turtle_is_byte_identical_and_round_trips():
+    from kqapro.generator import generate
+
+    first = kb_to_turtle(KB.from_json(generate(scale=0.05, seed=9)))
+    assert first == kb_to_turtle(KB.from_json(generate(scale=0.05, seed=9)))
+    back = kb_from_triples(ox.parse(first, format=ox.RdfFormat.TURTLE))
+    assert kb_to_turtle(back) == first

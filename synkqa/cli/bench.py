@@ -16,6 +16,10 @@ def register(app: typer.Typer) -> None:
 
 @handle_errors
 def bench(
+    kind: str = typer.Option("synkqa", "--kind", help="synkqa: the paper's subset on the SynKQA-Pro KB; "
+                                                   "kqapro: full KoPL on generated KQA Pro-shaped KBs "
+                                                   "(scales like 0.1, 1, 10; engines native, oxigraph, "
+                                                   "virtuoso, jena, kopl, kopl-engine)."),
     scale: str = typer.Option("1,10", "--scale", help="KB scales, comma-separated (1 = the paper's 8,120 "
                                                      "entities; 100 = 812,000)."),
     engines: str = typer.Option("all", "--engines", help="Comma-separated engines: native, oxigraph-memory, "
@@ -47,6 +51,10 @@ def bench(
     Every engine runs in its own process: load time and peak memory are that process's. Answers are checked against the native engine; exit status 1 if any engine disagrees or fails (an engine that is not installed is reported, not a failure). See docs/BENCH.md.
     """  # noqa: E501 - one paragraph, so the help text reflows
 
+    if kind == "kqapro":
+        return _bench_kqapro(scale, engines, n, seed, out, json_output)
+    if kind != "synkqa":
+        raise typer.BadParameter(f"--kind is synkqa or kqapro, not {kind!r}")
     from evaluation import bench as lib
 
     config = lib.BenchConfig(
@@ -93,3 +101,37 @@ def _print_table(report: dict, lib) -> None:
         state = {True: "[green]met[/green]", False: "[red]MISSED[/red]", None: "not measured"}[target["met"]]
         why = f" — {target['why']}" if target.get("why") else ""
         console.print(f"target: {target['target']}: {state} ({target.get('value')}){why}")
+
+
+def _bench_kqapro(scale: str, engines: str, n: int, seed: int, out: Path, json_output: bool) -> None:
+    from rich.table import Table
+
+    from evaluation.bench import fullkopl
+    from kopl2sparql.errors import ConfigError
+
+    try:
+        scales = [float(s) for s in scale.split(",") if s.strip()]
+    except ValueError:
+        raise ConfigError(f"--scale takes comma-separated numbers, not {scale!r}") from None
+    if not scales or any(not 0 < s <= 100 for s in scales):
+        raise ConfigError("--scale: each scale must be in (0, 100]")
+    names = list(fullkopl.DEFAULT_ENGINES) if engines == "all" else [e.strip() for e in engines.split(",") if e.strip()]
+    result = fullkopl.run_bench(scales, names, n=n, seed=seed, out=out, log=lambda m: stderr.print(m))
+    if json_output:
+        print_json(result)
+    else:
+        for run in result["runs"]:
+            cols = list(run["report"]["engines"])
+            table = Table(title=f"full KoPL, scale {run['scale']:g} ({run['entities']} entities): "
+                                "median µs per program")
+            for c in ["family", *cols, "native/kopl-engine", "virtuoso/oxigraph"]:
+                table.add_column(c, justify="left" if c == "family" else "right")
+            for f, ratio in zip(run["families"], run["ratios"]):
+                table.add_row(f, *[str(run["report"]["engines"][e]["median_us"].get(f, "–")) for e in cols],
+                              str(ratio["native/kopl-engine"] or "–"), str(ratio["virtuoso/oxigraph"] or "–"))
+            stdout.print(table)
+        stdout.print(f"written: {out / 'bench-kqapro.json'}, {out / 'bench-kqapro.md'}")
+    bad = [e for run in result["runs"] for e, v in run["report"]["engines"].items() if v["disagree"] or v["errors"]]
+    if bad:
+        stderr.print(f"error: engines disagree or fail: {', '.join(sorted(set(bad)))}")
+        raise typer.Exit(1)
