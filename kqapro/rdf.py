@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -97,9 +98,11 @@ class Predicates:
         return node
 
 
+@lru_cache(maxsize=16)
 def predicate_map(kb: KB) -> dict[str, str]:
     """Relation, attribute-key and qualifier-key name -> predicate IRI, the same for every
-    KB with the same vocabulary (a Turtle file and the KB read back from it)."""
+    KB with the same vocabulary (a Turtle file and the KB read back from it). Cached per KB
+    object (the compiler asks for it on every program); do not mutate the result."""
     preds = Predicates()
     names = set(kb.relation_names) | set(kb.attribute_keys) | set(kb.qualifier_keys)
     return {name: preds(name).value for name in sorted(names)}

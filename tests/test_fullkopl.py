@@ -326,3 +326,19 @@ def test_generated_turtle_is_byte_identical_and_round_trips():
     assert first == kb_to_turtle(KB.from_json(generate(scale=0.05, seed=9)))
     back = kb_from_triples(ox.parse(first, format=ox.RdfFormat.TURTLE))
     assert kb_to_turtle(back) == first
+
+
+def test_cli_compile_on_a_kqapro_kb(tmp_path):
+    source, turtle = tmp_path / "kb.json", tmp_path / "kb.ttl"
+    source.write_text(json.dumps(example_kb))
+    assert _cli("kb", "import", "--kqapro", str(source), "--out", str(turtle)).exit_code == 0
+    result = _cli("compile", "--kb", str(turtle), "Find(Akron);QueryAttrUnderCondition(population, point in time, 2010)")
+    assert result.exit_code == 0 and result.stdout.startswith("SELECT DISTINCT ?val"), result.output
+    store = ox.Store()
+    store.load(turtle.read_bytes(), format=ox.RdfFormat.TURTLE)
+    rows = list(store.query(result.stdout))
+    assert [r["val"].value for r in rows] == ["199110"]
+    result = _cli("compile", "--kb", str(turtle), "--format", "kqapro", "Find(Akron);Count()")
+    assert json.loads(result.stdout)[1] == {"function": "Count", "inputs": [], "dependencies": [0]}
+    result = _cli("compile", "--kb", str(turtle), "Find(Akron);Count(x)")
+    assert result.exit_code == 1 and "Count takes 0 input(s)" in result.output

@@ -90,7 +90,13 @@ def compile_command(
     """Type-check a program and print it as SPARQL, as KQA Pro JSON or in canonical form.
 
     Exit 1 (message on stderr, culprit underlined) if the program does not parse or check.
+    On a KQA Pro-model KB (kb import, kb build --kind kqapro) the program is full KoPL:
+    --format sparql prints the portable query, kqapro the JSON steps, kopl the text form.
     """
+    if kb is not None:
+        from synkqa.benchmark.kqapro_kb import is_kqapro_file
+        if is_kqapro_file(kb):
+            return _compile_kqapro(program, output_format, kb)
     schema = _schema(kb)
     parsed = _checked(program, schema)
     if output_format is OutputFormat.kopl:
@@ -101,6 +107,23 @@ def compile_command(
     else:
         from kopl2sparql.compiler import compile_program
         typer.echo(compile_program(parsed, schema).sparql.rstrip("\n"))
+
+
+def _compile_kqapro(program: str, output_format: OutputFormat, kb_file: Path) -> None:
+    from kqapro.compiler import compile_program
+    from kqapro.program import parse_program
+    from kqapro.rdf import kb_from_turtle
+
+    parsed = parse_program(program)
+    with stderr.status(f"reading {kb_file}", spinner="dots"):
+        kb = kb_from_turtle(kb_file)
+    compiled = compile_program(parsed, kb)   # type-checks first, for every format
+    if output_format is OutputFormat.kopl:
+        typer.echo(parsed.to_text())
+    elif output_format is OutputFormat.kqapro:
+        print_json(parsed.to_json())
+    else:
+        typer.echo(compiled.sparql)
 
 
 # ---- execute ------------------------------------------------------------------------------
