@@ -28,7 +28,7 @@ from kqapro.kb import KB
 from kqapro.program import Program
 from kqapro.rdf import BASE, ENTITY, RELATION, RDFS, predicate_map
 from kqapro.typecheck import check
-from kqapro.values import NO_UNIT, Value, format_date, format_number
+from kqapro.values import Value, format_date
 
 NAME, INSTANCE = "<pred:name>", "<pred:instance_of>"
 VALUE, UNIT, YEAR, DATE = "<pred:value>", "<pred:unit>", "<pred:year>", "<pred:date>"
@@ -321,4 +321,4 @@ def decode(kind: str, rows: list[dict]) -> Answer:
     return Answer.of("values", (_value_of(r).text() for r in rows))
 
 
-__all__ = ["Compiled", "compile_program", "decode", "literal", "NO_UNIT", "format_number"]
+__all__ = ["Compiled", "DIALECTS", "compile_program", "decode", "literal"]

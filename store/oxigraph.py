@@ -35,6 +35,7 @@ import os
 import pickle
 import re
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,33 @@ def refuse_service(sparql: str) -> None:
     if _SERVICE.search(_NOT_CODE.sub(" ", sparql)):
         raise QueryRefused("SERVICE refused: a query here may not call other endpoints "
                            "(allow it explicitly with --allow-service)")
+
+
+MAX_NESTING = 1000
+"""Deepest nesting of ``{ ( [`` accepted in a query: Oxigraph's recursive parser overflows
+its stack (the process dies with SIGSEGV) somewhere past 2,000 braces or 1,000 parentheses."""
+
+
+def refuse_deep_nesting(sparql: str, limit: int = MAX_NESTING) -> None:
+    """Raise :class:`QuerySyntaxError` for a query nested deeper than ``limit`` (outside
+    strings, IRIs and comments), before a parser can crash on it.
+
+    >>> refuse_deep_nesting("SELECT * { { ?s ?p ?o FILTER((1)) } }")
+    >>> refuse_deep_nesting("ASK " + "{" * 5 + "}" * 5, limit=3)
+    Traceback (most recent call last):
+    ...
+    ontology.errors.QuerySyntaxError: SPARQL syntax error: the query is nested 5 levels deep ({ ( [); at most 3 are accepted
+    """
+    code = _NOT_CODE.sub(" ", sparql)
+    depth = deepest = 0
+    for char in code:
+        if char in "{([":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "})]":
+            depth -= 1
+    if deepest > limit:
+        raise QuerySyntaxError(f"the query is nested {deepest} levels deep ({{ ( [); at most {limit} are accepted")
 
 
 _POSITION = re.compile(r"error at (\d+):(\d+):\s*", re.DOTALL)
@@ -409,6 +437,7 @@ class OxigraphStore:
         refuse_update(sparql)
         if not allow_service:
             refuse_service(sparql)
+        refuse_deep_nesting(sparql)
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
         if timeout is None:
@@ -530,6 +559,7 @@ def query_in_subprocess(path: Path | str, sparql: str, *, timeout: float | None 
     refuse_update(sparql)
     if not allow_service:
         refuse_service(sparql)
+    refuse_deep_nesting(sparql)
     if timeout is not None and timeout <= 0:
         raise ValueError("timeout must be > 0 seconds")
     request = {"path": str(path), "sparql": sparql, "limit": limit, "allow_service": allow_service,
@@ -558,6 +588,10 @@ def query_in_subprocess(path: Path | str, sparql: str, *, timeout: float | None 
         if first != b"R" or proc.returncode != 0:
             stderr.seek(0)
             lines = stderr.read().decode("utf-8", "replace").strip().splitlines()
+            if proc.returncode == -signal.SIGSEGV:
+                raise StoreError("the query process crashed (segmentation fault in the SPARQL engine); "
+                                 "a query nested very deeply or a very long expression can do that: "
+                                 "simplify the query")
             raise StoreError(f"query process failed (exit code {proc.returncode})"
                              + (f": {lines[-1]}" if lines else ""))
     reply = pickle.loads(out)

@@ -42,7 +42,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from SPARQLWrapper import GET, JSON, POST, SPARQLWrapper
+from SPARQLWrapper import GET, JSON, POST, TURTLE, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import SPARQLWrapperException
 
 from kopl2sparql.answer import format_number
@@ -52,7 +52,8 @@ from store.results import SelectResult, literal_value
 # SPARQL Update operations (SPARQL 1.1 Update plus Virtuoso's older SPARUL ``MODIFY``).
 UPDATE_KEYWORDS = frozenset({"INSERT", "DELETE", "LOAD", "CLEAR", "CREATE", "DROP", "COPY",
                              "MOVE", "ADD", "MODIFY"})
-QUERY_FORMS = frozenset({"SELECT", "ASK"})
+QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
+GRAPH_FORMS = frozenset({"CONSTRUCT", "DESCRIBE"})
 _PROLOGUE = frozenset({"PREFIX", "BASE", "DEFINE"})   # DEFINE: Virtuoso pragmas
 
 # Spans that cannot hold a keyword: long strings first, then short strings, IRIs, comments.
@@ -78,7 +79,7 @@ def query_form(sparql: str) -> str:
     """The query form (``SELECT``, ``ASK``, ``INSERT``, ...) of ``sparql``, upper case.
 
     :raises ReadOnlyError: if ``sparql`` contains any SPARQL Update operation.
-    :raises StoreError: if it is not a SELECT or ASK query.
+    :raises StoreError: if it is not a SELECT, ASK, CONSTRUCT or DESCRIBE query.
     """
     words = [w.upper() for w in _BARE_WORD.findall(_OPAQUE.sub(" ", sparql))]
     updates = sorted(set(words) & UPDATE_KEYWORDS)
@@ -87,7 +88,8 @@ def query_form(sparql: str) -> str:
                             f"endpoints are queried read-only; query: {_excerpt(sparql)}")
     form = next((w for w in words if w not in _PROLOGUE), "")
     if form not in QUERY_FORMS:
-        raise StoreError(f"only SELECT and ASK queries are supported, not {form or 'an empty query'}: "
+        raise StoreError(f"only SELECT, ASK, CONSTRUCT and DESCRIBE queries are supported, not "
+                         f"{form or 'an empty query'}: "
                          f"{_excerpt(sparql)}")
     return form
 
@@ -167,10 +169,12 @@ class EndpointStore:
     # ---- public reads ---------------------------------------------------------------
 
     def query(self, sparql: str) -> SelectResult | bool:
-        """Run a SELECT or ASK query: a :class:`SelectResult` for SELECT, ``bool`` for ASK.
+        """Run a query: a :class:`SelectResult` for SELECT, ``bool`` for ASK, and for
+        CONSTRUCT/DESCRIBE a :class:`SelectResult` with columns ``subject``, ``predicate``,
+        ``object`` (as the embedded store gives them; the server is asked for Turtle).
 
         :raises ReadOnlyError: for any update, before anything is sent.
-        :raises StoreError: for CONSTRUCT/DESCRIBE or a text that is no query.
+        :raises StoreError: for a text that is no query.
         :raises QueryTimeout: when the server does not answer within ``timeout`` seconds.
         :raises EndpointError: unreachable endpoint, HTTP error, capped, malformed or non-JSON answer.
         """
@@ -199,9 +203,12 @@ class EndpointStore:
 
     # ---- one request ----------------------------------------------------------------
 
-    def _wrapper(self, sparql: str) -> SPARQLWrapper:
+    def _wrapper(self, sparql: str, form: str = "SELECT") -> SPARQLWrapper:
         wrapper = SPARQLWrapper(self.url, returnFormat=JSON)
         wrapper.setQuery(sparql)
+        if form in GRAPH_FORMS:
+            # Turtle (N-Triples is Turtle too), parsed with pyoxigraph: every server speaks it
+            wrapper.setReturnFormat(TURTLE)
         wrapper.setMethod(POST if len(sparql) > _POST_ABOVE_CHARS else GET)
         if self.graph:
             wrapper.addParameter("default-graph-uri", self.graph)
@@ -218,7 +225,7 @@ class EndpointStore:
         return f"endpoint {self.url}: {status_text}: {what}; query: {_excerpt(sparql)}"
 
     def _query_once(self, sparql: str, form: str) -> SelectResult | bool:
-        wrapper = self._wrapper(sparql)
+        wrapper = self._wrapper(sparql, form)
         self.requests_sent += 1
         deadline = time.monotonic() + self.timeout
         try:
@@ -248,6 +255,8 @@ class EndpointStore:
                 sparql, f"the server capped the result at {capped} rows (Virtuoso ResultSetMaxRows); "
                         "raise the limit in the server's [SPARQL] section", status))
         content_type = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if form in GRAPH_FORMS:
+            return self._triples(sparql, body, content_type, status)
         if content_type in ("text/html", "application/xhtml+xml") or body.lstrip()[:1] == b"<":
             raise EndpointError(self._fail(
                 sparql, f"answered with an HTML/XML page instead of SPARQL JSON results "
@@ -258,6 +267,23 @@ class EndpointStore:
             raise EndpointError(self._fail(
                 sparql, f"malformed SPARQL JSON results ({exc}): {_body_excerpt(body)}", status)) from None
         return self._convert(sparql, form, document, status)
+
+    def _triples(self, sparql: str, body: bytes, content_type: str, status: int | None) -> SelectResult:
+        """A CONSTRUCT/DESCRIBE answer (Turtle) as subject/predicate/object rows."""
+        import pyoxigraph as ox
+
+        from store.results import term_value
+
+        if content_type in ("text/html", "application/xhtml+xml"):
+            raise EndpointError(self._fail(
+                sparql, f"answered with an HTML page instead of Turtle: {_body_excerpt(body)}", status))
+        try:
+            triples = list(ox.parse(body, format=ox.RdfFormat.TURTLE))
+        except (SyntaxError, ValueError) as exc:
+            raise EndpointError(self._fail(
+                sparql, f"malformed Turtle answer ({exc}): {_body_excerpt(body)}", status)) from None
+        rows = [(term_value(t.subject), term_value(t.predicate), term_value(t.object)) for t in triples]
+        return SelectResult(("subject", "predicate", "object"), rows)
 
     def _read_body(self, response, sparql: str, deadline: float, status: int | None) -> bytes:
         """The whole answer, by the deadline and within :attr:`max_bytes`.

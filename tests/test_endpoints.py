@@ -215,6 +215,21 @@ def test_execute_cli_with_an_endpoint_backend(virtuoso_server, oxigraph_server, 
                   "--graph", virtuoso_server.graph, "--format", "csv")
     assert result.exit_code == 0, result.output
     assert str(virtuoso_server.store().triple_count()) in result.stdout
+    # CONSTRUCT and DESCRIBE through an endpoint come back as triples
+    for url in (virtuoso_server.url, oxigraph_server.url):
+        extra = ["--graph", virtuoso_server.graph] if url == virtuoso_server.url else []
+        result = _cli("sparql", "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 3", "--endpoint", url,
+                      *extra, "--format", "csv")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[0] == "subject,predicate,object"
+        assert len(result.stdout.splitlines()) == 4
+    # a graph that holds nothing is an error that names it, not an empty answer
+    result = _cli("sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--endpoint", virtuoso_server.url,
+                  "--graph", "http://synkqa.org/no-such-graph")
+    assert result.exit_code == 1
+    assert "graph <http://synkqa.org/no-such-graph> holds no triples" in result.output
+    result = _cli("sparql", "ASK {}", "--endpoint", virtuoso_server.url, "--graph", "not an iri")
+    assert result.exit_code == 1 and "is not an IRI" in result.output
 
 
 def test_kb_load_cli_into_virtuoso_and_parse_errors(kb_turtle, virtuoso_server):

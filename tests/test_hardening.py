@@ -6,7 +6,9 @@ import json
 
 from typer.testing import CliRunner
 
-from kopl2sparql.errors import ProgramError
+import pytest
+
+from kopl2sparql.errors import ProgramError, QuerySyntaxError
 from kopl2sparql.syntax import parse
 from synkqa.cli import app
 
@@ -49,3 +51,20 @@ def test_a_program_too_long_for_any_engine_is_one_clear_error():
         result = CliRunner().invoke(app, ["execute", *extra, program])
         assert result.exit_code == 1 and "at most 1,000 are accepted" in result.output, result.output
         assert len(result.output) < 2000
+
+
+def test_a_query_nested_too_deeply_is_one_clear_error(tmp_path):
+    """Oxigraph's parser dies with SIGSEGV past about 2,000 nested braces: refused before it
+    runs, on the command line and in the library, with the depth in the message."""
+    from store.oxigraph import MAX_NESTING, OxigraphStore
+
+    deep = "SELECT * WHERE " + "{" * 5000 + " ?s ?p ?o " + "}" * 5000
+    result = CliRunner().invoke(app, ["sparql", "--kb", "tests/fixtures/kb/campus.ttl", deep])
+    assert result.exit_code == 1
+    assert "nested 5000 levels deep" in result.output and "Traceback" not in result.output
+    store = OxigraphStore(tmp_path / "store")
+    with pytest.raises(QuerySyntaxError, match=f"at most {MAX_NESTING}"):
+        store.query("ASK { FILTER(" + "(" * 3000 + "1" + ")" * 3000 + ") }")
+    # deep but within the limit still runs; braces in strings and IRIs do not count
+    assert store.query("ASK " + "{" * 900 + "}" * 900) is True
+    assert store.query('ASK { FILTER("' + "{" * 5000 + '" != "") }') is True

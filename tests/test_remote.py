@@ -172,12 +172,27 @@ def test_update_words_inside_names_strings_and_iris_are_data(fake_endpoint):
     assert len(fake_endpoint.requests) == 1
 
 
-@pytest.mark.parametrize("query", ["CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", "DESCRIBE <http://a>", "",
-                                   "hello"])
-def test_only_select_and_ask_are_sent(fake_endpoint, query):
-    with pytest.raises(StoreError, match="only SELECT and ASK"):
+@pytest.mark.parametrize("query", ["", "hello", "LOAD2 <http://a>"])
+def test_only_queries_are_sent(fake_endpoint, query):
+    with pytest.raises(StoreError, match="only SELECT, ASK, CONSTRUCT and DESCRIBE"):
         EndpointStore(fake_endpoint.url).query(query)
     assert fake_endpoint.requests == []
+
+
+def test_construct_and_describe_come_back_as_triples(fake_endpoint):
+    turtle = (b'@prefix ex: <http://example.org/> .\n'
+              b'ex:a ex:p "x" ; ex:q 3 .\n')
+    fake_endpoint.respond(200, turtle, content_type="text/turtle")
+    result = EndpointStore(fake_endpoint.url).query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }")
+    assert result.variables == ("subject", "predicate", "object")
+    assert sorted(result.rows) == [("http://example.org/a", "http://example.org/p", "x"),
+                                   ("http://example.org/a", "http://example.org/q", 3)]
+    fake_endpoint.respond(200, b"<html>oops</html>", content_type="text/html")
+    with pytest.raises(EndpointError, match="HTML page instead of Turtle"):
+        EndpointStore(fake_endpoint.url).query("DESCRIBE <http://example.org/a>")
+    fake_endpoint.respond(200, b"this is not turtle", content_type="text/turtle")
+    with pytest.raises(EndpointError, match="malformed Turtle"):
+        EndpointStore(fake_endpoint.url).query("DESCRIBE <http://example.org/a>")
 
 
 # ---- server quirks and the request that goes out ---------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from kopl2sparql.errors import ConfigError, QueryTimeout
+from kopl2sparql.errors import ConfigError, QueryTimeout, safe_text
 from store.oxigraph import DEFAULT_LIMIT, DEFAULT_TIMEOUT
 from synkqa.cli.common import EXIT_USAGE, fail, handle_errors, print_json, stderr, stdout
 
@@ -420,20 +420,24 @@ def sparql(
     start = time.perf_counter()
     try:
         if endpoint is not None:
-            from store.oxigraph import refuse_service, refuse_update
+            from store.oxigraph import refuse_deep_nesting, refuse_service, refuse_update
             from store.remote import EndpointStore
             refuse_update(text)
             if not allow_service:
                 refuse_service(text)
+            refuse_deep_nesting(text)
+            if graph is not None:
+                _require_graph(endpoint, graph, timeout)
             result = EndpointStore(endpoint, graph=graph, timeout=timeout).query(with_prefixes(text))
             if row_limit is not None and not isinstance(result, bool) and len(result.rows) > row_limit:
                 result = type(result)(result.variables, result.rows[:row_limit], True)
         else:
-            from store.oxigraph import query_in_subprocess, refuse_service, refuse_update
+            from store.oxigraph import query_in_subprocess, refuse_deep_nesting, refuse_service, refuse_update
             from synkqa.benchmark import world
             refuse_update(text)  # before building anything
             if not allow_service:
                 refuse_service(text)
+            refuse_deep_nesting(text)
             if kb is not None:
                 from synkqa.benchmark.executors import kb_file_schema
                 prefixes = kb_file_schema(kb).prefixes        # the file's own, predeclared
@@ -458,6 +462,19 @@ def sparql(
     if not isinstance(result, bool):
         more = f"; stopped at --limit {limit}, more rows exist" if result.truncated else ""
         stderr.print(f"{len(result.rows)} row(s) in {seconds:.2f} s{more}")
+
+
+def _require_graph(endpoint: str, graph: str, timeout: float) -> None:
+    """A ``--graph`` that holds nothing would make every query answer nothing: say so."""
+    import re
+
+    from store.remote import EndpointStore
+
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|^`\\]*", graph):
+        raise ConfigError(f"--graph {safe_text(graph, 120)!r} is not an IRI")
+    if EndpointStore(endpoint, timeout=timeout).query(f"ASK {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}") is not True:
+        raise ConfigError(f"graph <{safe_text(graph, 120)}> holds no triples at {safe_text(endpoint, 120)} "
+                          "(check --graph; `synkqa kb load` loads the KB into a graph)")
 
 
 def register(app: typer.Typer) -> None:
