@@ -256,6 +256,27 @@ def test_example_and_random_programs_agree_on_virtuoso(kb, engines, tmp_path_fac
         server.stop()
 
 
+@pytest.mark.slow
+def test_example_answers_on_jena(kb, tmp_path):
+    from kqapro.engines import JenaSparqlEngine
+    from store.jena import jena_unavailable
+    from tests.endpoint_servers import in_ci
+
+    reason = jena_unavailable()
+    if reason:
+        if in_ci():
+            pytest.fail(f"Jena is needed in CI: {reason}")
+        pytest.skip(reason)
+    turtle = tmp_path / "example.ttl"
+    turtle.write_bytes(kb_to_turtle(kb))
+    jena = JenaSparqlEngine(kb, turtle)
+    try:
+        for text, kind, items in EXAMPLE:
+            assert jena.run(parse_program(text)) == Answer.of(kind, items), text
+    finally:
+        jena.close()
+
+
 # ---- command line ------------------------------------------------------------------------------
 
 def _cli(*args: str):
