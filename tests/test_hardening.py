@@ -68,3 +68,17 @@ def test_a_query_nested_too_deeply_is_one_clear_error(tmp_path):
     # deep but within the limit still runs; braces in strings and IRIs do not count
     assert store.query("ASK " + "{" * 900 + "}" * 900) is True
     assert store.query('ASK { FILTER("' + "{" * 5000 + '" != "") }') is True
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "holds no triples"),
+    (b"\x00\x01binary\xff", "is not valid Turtle: Parser error at line 1 column 1"),
+    (b"@prefix ex: <http://example.org/> .\nex:a ex:b ", "is not valid Turtle"),
+])
+def test_kb_validate_on_a_broken_file_is_one_clear_error(tmp_path, content, message):
+    bad = tmp_path / "kb.ttl"
+    bad.write_bytes(content)
+    result = CliRunner().invoke(app, ["kb", "validate", "--file", str(bad)])
+    assert result.exit_code == 1
+    assert message in result.output and "Traceback" not in result.output
+    assert "conforms" not in result.output

@@ -291,6 +291,7 @@ def validate(
     if file is not None and not file.is_file():
         raise ConfigError(f"Turtle file not found: {file}")
     path = file if file is not None else world.ensure_turtle(seed, scale, progress=not as_json)
+    _check_turtle(path)
     try:
         report = shacl_validate(path)
     except SyntaxError as exc:  # rdflib's Turtle parser
@@ -302,6 +303,25 @@ def validate(
         stdout.print(f"{path}: {report.summary(limit)}")
     if not report.conforms:
         raise typer.Exit(1)
+
+
+def _check_turtle(path: Path) -> None:
+    """Parse the file with pyoxigraph first: a binary or truncated file is one clear error with
+    its position (rdflib raised UnicodeDecodeError/IndexError on them), and an empty one is
+    not a KB that "conforms"."""
+    import pyoxigraph as ox
+
+    triples = 0
+    try:
+        with open(path, "rb") as handle:
+            for _ in ox.parse(handle, format=ox.RdfFormat.TURTLE):
+                triples += 1
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except SyntaxError as exc:
+        raise ConfigError(f"{path} is not valid Turtle: {safe_text(str(exc), 300)}") from None
+    if triples == 0:
+        raise ConfigError(f"{path} holds no triples: an empty file is not a KB")
 
 
 # ---- synkqa sparql ----------------------------------------------------------------------------
