@@ -58,34 +58,33 @@ def sort_values(values: Iterable[Value]) -> tuple[Value, ...]:
     return tuple(sorted(values, key=lambda v: _dump(v.to_json())))
 
 
-@dataclass(frozen=True)
-class AttributeFact:
-    key: str
-    value: Value
-    qualifiers: Qualifiers = ()
+class _Qualified:
+    qualifiers: Qualifiers
 
     def qualifier(self, key: str) -> tuple[Value, ...]:
+        """The values of qualifier ``key`` (none: the empty tuple)."""
         for k, values in self.qualifiers:
             if k == key:
                 return values
         return ()
+
+
+@dataclass(frozen=True)
+class AttributeFact(_Qualified):
+    key: str
+    value: Value
+    qualifiers: Qualifiers = ()
 
     def sort_key(self) -> tuple:
         return (self.key, _dump(self.value.to_json()), _dump(qualifiers_json(self.qualifiers)))
 
 
 @dataclass(frozen=True)
-class RelationFact:
+class RelationFact(_Qualified):
     head: str
     relation: str
     tail: str
     qualifiers: Qualifiers = ()
-
-    def qualifier(self, key: str) -> tuple[Value, ...]:
-        for k, values in self.qualifiers:
-            if k == key:
-                return values
-        return ()
 
     def sort_key(self) -> tuple:
         return (self.head, self.relation, self.tail, _dump(qualifiers_json(self.qualifiers)))
@@ -126,6 +125,8 @@ class KB:
             raise ConfigError(f"cannot read KQA Pro KB {path}: {e}") from e
         except json.JSONDecodeError as e:
             raise ConfigError(f"{path}: not JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
+        except RecursionError:
+            raise ConfigError(f"{path}: JSON nested too deeply to be a KQA Pro KB") from None
         return cls.from_json(data, where=str(path))
 
     @classmethod

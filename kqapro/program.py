@@ -129,6 +129,8 @@ def parse_program(text: str) -> Program:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ProgramSyntaxError(f"not a JSON program: {e.msg}", text, (e.pos, e.pos + 1)) from None
+        except RecursionError:
+            raise ProgramSyntaxError("not a JSON program: nested too deeply") from None
         return program_from_json(data)
     return parse_text(text)
 

@@ -363,3 +363,14 @@ def test_cli_compile_on_a_kqapro_kb(tmp_path):
     assert json.loads(result.stdout)[1] == {"function": "Count", "inputs": [], "dependencies": [0]}
     result = _cli("compile", "--kb", str(turtle), "Find(Akron);Count(x)")
     assert result.exit_code == 1 and "Count takes 0 input(s)" in result.output
+
+
+def test_deeply_nested_json_is_one_clear_error(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ProgramSyntaxError, match="nested too deeply"):
+        parse_program(deep)
+    source = tmp_path / "deep.json"
+    source.write_text(deep)
+    result = _cli("kb", "import", "--kqapro", str(source), "--out", str(tmp_path / "out.ttl"))
+    assert result.exit_code == 1 and "nested too deeply" in result.output
+    assert not (tmp_path / "out.ttl").exists()

@@ -248,8 +248,7 @@ def execute_command(
     single = program is not None
     for text, record_id in _inputs(program, input_file):
         total += 1
-        row: dict[str, Any] = {} if record_id is None else {"id": record_id}
-        row.update(program=None if isinstance(text, _BadLine) else text, answer=None, error=None)
+        row = _new_row(text, record_id)
         steps: list[dict] | None = None
         try:
             if isinstance(text, _BadLine):
@@ -284,6 +283,13 @@ def execute_command(
     _exit_if_failed(failed, total, single)
 
 
+def _new_row(text: Any, record_id: Any) -> dict[str, Any]:
+    """One program's output line, before it runs (an id first when the input had one)."""
+    row: dict[str, Any] = {} if record_id is None else {"id": record_id}
+    row.update(program=None if isinstance(text, _BadLine) else text, answer=None, error=None)
+    return row
+
+
 def _exit_if_failed(failed: int, total: int, single: bool) -> None:
     if failed:
         if not single:
@@ -302,8 +308,7 @@ def _execute_kqapro(program, input_file, backend: str, trace: bool, json_output:
     single = program is not None
     for text, record_id in _inputs(program, input_file):
         total += 1
-        row: dict[str, Any] = {} if record_id is None else {"id": record_id}
-        row.update(program=None if isinstance(text, _BadLine) else text, answer=None, error=None)
+        row = _new_row(text, record_id)
         steps = None
         try:
             if isinstance(text, _BadLine):
