@@ -175,20 +175,25 @@ def load_splits(splits: Sequence[str] = SPLITS, seed: int = 42, data_dir: Path |
     """The dataset splits as lists of records (the fields in :data:`STUDY_FIELDS`).
 
     Without ``data_dir`` the SynKQA-Pro dataset for ``seed`` is built on first use
-    (``synkqa.benchmark.dataset``); with it, ``DIR/<split>.jsonl`` files are read as they are.
+    (``synkqa.benchmark.dataset``); with it, ``DIR/<split>.jsonl`` files are read as they are,
+    except that a directory with a ``manifest.json`` (one written by ``dataset build``) must
+    hold the files it records (:func:`synkqa.benchmark.dataset.check_split_file`).
+
+    :raises DatasetError: for a missing or malformed file, or one that differs from its manifest.
     """
+    from synkqa.benchmark import dataset
     for split in splits:
         if split not in SPLITS:
             raise ConfigError(unknown_name_message("split", split, SPLITS))
     progress = progress or Progress()
     if data_dir is None:
-        from synkqa.benchmark import dataset
         with progress.paused():
             data_dir = dataset.ensure_dataset(seed=seed, show_progress=progress.enabled)
     data_dir = Path(data_dir)
     loaded = {}
     with progress.task(f"load {data_dir.name}", len(splits)) as task:
         for split in splits:
+            dataset.check_split_file(data_dir / f"{split}.jsonl")
             loaded[split] = read_jsonl(data_dir / f"{split}.jsonl", STUDY_FIELDS,
                                        check=TRAIN_TYPES if split == "train" else STUDY_TYPES)
             task.advance()

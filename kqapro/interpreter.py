@@ -63,11 +63,12 @@ class Interpreter:
     def run(self, program: Program) -> Answer:
         return self._execute(program, None)
 
-    def trace(self, program: Program) -> tuple[Answer, list[TraceStep]]:
+    def trace(self, program: Program, preview: int = PREVIEW) -> tuple[Answer, list[TraceStep]]:
+        """The answer and every step's output, each with at most ``preview`` items."""
         steps: list[TraceStep] = []
-        return self._execute(program, steps), steps
+        return self._execute(program, steps, preview), steps
 
-    def _execute(self, program: Program, trace: list[TraceStep] | None) -> Answer:
+    def _execute(self, program: Program, trace: list[TraceStep] | None, preview: int = PREVIEW) -> Answer:
         check(program, self.kb)
         memory: list[object] = []
         for i, step in enumerate(program.steps):
@@ -75,14 +76,14 @@ class Interpreter:
             out = getattr(self, "_" + step.function)(*args, *step.inputs)
             memory.append(out)
             if trace is not None:
-                trace.append(self._describe(i, step, out))
+                trace.append(self._describe(i, step, out, preview))
         out = memory[-1]
         # a program ending in QueryAttr* / Query*Qualifier answers with the value texts
         return out if isinstance(out, Answer) else value_answer(out)
 
     # ---- helpers --------------------------------------------------------------------------
-    def _describe(self, i, step, out) -> TraceStep:
-        """The step's output for a trace: its size and at most :data:`PREVIEW` items (of a
+    def _describe(self, i, step, out, preview: int = PREVIEW) -> TraceStep:
+        """The step's output for a trace: its size and at most ``preview`` items (of a
         large set, the entities with the smallest ids: naming and sorting all of FindAll's
         tens of thousands would cost more than running the program)."""
         if isinstance(out, Answer):
@@ -90,12 +91,12 @@ class Interpreter:
         elif isinstance(out, (Facts, frozenset)):
             kind = "facts" if isinstance(out, Facts) else "entities"
             ids = out.entities if isinstance(out, Facts) else out
-            chosen = ids if len(ids) <= 10 * PREVIEW else heapq.nsmallest(PREVIEW, ids)
+            chosen = ids if len(ids) <= 10 * preview else heapq.nsmallest(preview, ids)
             items = sorted({self.kb.name_of(e) for e in chosen})
-            return TraceStep(i, step.function, step.inputs, step.dependencies, kind, len(ids), items[:PREVIEW])
+            return TraceStep(i, step.function, step.inputs, step.dependencies, kind, len(ids), items[:preview])
         else:
             kind, items = "values", sorted({v.text() for v in out})
-        return TraceStep(i, step.function, step.inputs, step.dependencies, kind, len(items), items[:PREVIEW])
+        return TraceStep(i, step.function, step.inputs, step.dependencies, kind, len(items), items[:preview])
 
     @staticmethod
     def _ids(x) -> frozenset[str]:

@@ -127,6 +127,10 @@ class ExecutionError(SynKQAError):
         self.step = step
 
 
+class ExecutionTimeout(ExecutionError):
+    """A program (or one call on an engine) ran past its time limit and was stopped."""
+
+
 class EngineDisagreement(SynKQAError):
     """Two engines gave different answers for the same program (cross-check mode)."""
 
@@ -208,6 +212,6 @@ def unknown_name_message(what: str, name: str, candidates: Iterable[str],
 
 
 __all__ = ["SynKQAError", "ProgramError", "ProgramSyntaxError", "ProgramTypeError", "ExecutionError",
-           "EngineDisagreement", "StoreError", "QuerySyntaxError", "ReadOnlyError", "QueryTimeout",
-           "EndpointError", "QueryRefused", "DatasetError", "ModelError", "ConfigError", "did_you_mean",
+           "ExecutionTimeout", "EngineDisagreement", "StoreError", "QuerySyntaxError", "ReadOnlyError",
+           "QueryTimeout", "EndpointError", "QueryRefused", "DatasetError", "ModelError", "ConfigError", "did_you_mean",
            "unknown_name_message", "safe_text"]

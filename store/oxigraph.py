@@ -283,7 +283,7 @@ def _open_error(path: Path, exc: OSError, read_only: bool) -> StoreError:
     text = str(exc)
     if "lock" in text.lower():
         return StoreLocked(f"store {path} is in use by another process (it holds the write lock)")
-    if read_only and isinstance(exc, FileNotFoundError):
+    if read_only and isinstance(exc, FileNotFoundError) and not path.exists():
         return StoreError(f"no store at {path}")
     return StoreError(f"cannot open store at {path}: {exc.strerror or text}")
 
@@ -323,6 +323,9 @@ class OxigraphStore:
             self.raw = ox.Store.read_only(str(self.path)) if read_only else ox.Store(str(self.path))
         except OSError as exc:
             raise _open_error(self.path, exc, read_only) from None
+        except RuntimeError as exc:  # RocksDB: e.g. "Column family not found" in a half-made store
+            raise StoreError(f"cannot open store at {self.path}: it is incomplete or damaged ({exc}); "
+                             "an interrupted build leaves it so, and the next build redoes it") from None
 
     def __repr__(self) -> str:
         where = "memory" if self.path is None else str(self.path)

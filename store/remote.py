@@ -46,7 +46,7 @@ from SPARQLWrapper import GET, JSON, POST, TURTLE, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import SPARQLWrapperException
 
 from kopl2sparql.answer import format_number
-from kopl2sparql.errors import ConfigError, EndpointError, QueryTimeout, ReadOnlyError, StoreError
+from kopl2sparql.errors import ConfigError, EndpointError, QueryTimeout, ReadOnlyError, StoreError, safe_text
 from store.results import SelectResult, literal_value
 
 # SPARQL Update operations (SPARQL 1.1 Update plus Virtuoso's older SPARUL ``MODIFY``).
@@ -178,11 +178,23 @@ class EndpointStore:
         :raises QueryTimeout: when the server does not answer within ``timeout`` seconds.
         :raises EndpointError: unreachable endpoint, HTTP error, capped, malformed or non-JSON answer.
         """
+        return self._with_retries(sparql, self._query_once)
+
+    def raw_results(self, sparql: str):
+        """The answer as pyoxigraph objects, with the RDF terms as the server sent them:
+        ``QuerySolutions`` for SELECT, ``QueryBoolean`` for ASK, a list of ``Triple`` for
+        CONSTRUCT/DESCRIBE (what a SPARQL service built on this class passes on).
+
+        :raises: as :meth:`query`.
+        """
+        return self._with_retries(sparql, self._raw_once)
+
+    def _with_retries(self, sparql: str, once):
         form = query_form(sparql)
         attempt = 0
         while True:
             try:
-                return self._query_once(sparql, form)
+                return once(sparql, form)
             except _Transient as exc:
                 if attempt >= self.retries:
                     raise exc.error from None
@@ -200,6 +212,22 @@ class EndpointStore:
         :raises EndpointError: (or QueryTimeout) if it does not.
         """
         self.query("ASK {}")
+
+    def require_data(self) -> None:
+        """Check the graph queries run on holds any triple at all.
+
+        An empty graph (a misspelt ``default-graph-uri``, a KB loaded into another graph)
+        would make every program fail with "unknown entity", which points at the program
+        instead of the graph.
+
+        :raises EndpointError: if it holds none (or the endpoint does not answer).
+        """
+        if self.query("ASK { ?s ?p ?o }") is not True:
+            where = (f"graph <{safe_text(self.graph, 120)}>" if self.graph
+                     else "the default graph")
+            raise EndpointError(f"{where} at {safe_text(self.url, 120)} holds no triples: check the graph "
+                                "(default-graph-uri in the URL) and that the KB is loaded "
+                                "(`synkqa kb load --kind ... --graph IRI`)")
 
     # ---- one request ----------------------------------------------------------------
 
@@ -224,7 +252,37 @@ class EndpointStore:
         status_text = f"HTTP {status}" if status is not None else "no HTTP status"
         return f"endpoint {self.url}: {status_text}: {what}; query: {_excerpt(sparql)}"
 
+    def _raw_once(self, sparql: str, form: str):
+        import pyoxigraph as ox
+
+        body, content_type, status = self._fetch(sparql, form)
+        if content_type in ("text/html", "application/xhtml+xml"):
+            raise EndpointError(self._fail(sparql, f"answered with an HTML page: {_body_excerpt(body)}", status))
+        try:
+            if form in GRAPH_FORMS:
+                return list(ox.parse(body, format=ox.RdfFormat.TURTLE))
+            return ox.parse_query_results(body, format=ox.QueryResultsFormat.JSON)
+        except (SyntaxError, ValueError) as exc:
+            raise EndpointError(self._fail(sparql, f"malformed answer ({exc}): {_body_excerpt(body)}",
+                                           status)) from None
+
     def _query_once(self, sparql: str, form: str) -> SelectResult | bool:
+        body, content_type, status = self._fetch(sparql, form)
+        if form in GRAPH_FORMS:
+            return self._triples(sparql, body, content_type, status)
+        if content_type in ("text/html", "application/xhtml+xml") or body.lstrip()[:1] == b"<":
+            raise EndpointError(self._fail(
+                sparql, f"answered with an HTML/XML page instead of SPARQL JSON results "
+                        f"(Content-Type {content_type or 'missing'}): {_body_excerpt(body)}", status))
+        try:
+            document = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise EndpointError(self._fail(
+                sparql, f"malformed SPARQL JSON results ({exc}): {_body_excerpt(body)}", status)) from None
+        return self._convert(sparql, form, document, status)
+
+    def _fetch(self, sparql: str, form: str) -> tuple[bytes, str, int | None]:
+        """One request: (body, content type, HTTP status), by the deadline and size cap."""
         wrapper = self._wrapper(sparql, form)
         self.requests_sent += 1
         deadline = time.monotonic() + self.timeout
@@ -255,18 +313,7 @@ class EndpointStore:
                 sparql, f"the server capped the result at {capped} rows (Virtuoso ResultSetMaxRows); "
                         "raise the limit in the server's [SPARQL] section", status))
         content_type = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        if form in GRAPH_FORMS:
-            return self._triples(sparql, body, content_type, status)
-        if content_type in ("text/html", "application/xhtml+xml") or body.lstrip()[:1] == b"<":
-            raise EndpointError(self._fail(
-                sparql, f"answered with an HTML/XML page instead of SPARQL JSON results "
-                        f"(Content-Type {content_type or 'missing'}): {_body_excerpt(body)}", status))
-        try:
-            document = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise EndpointError(self._fail(
-                sparql, f"malformed SPARQL JSON results ({exc}): {_body_excerpt(body)}", status)) from None
-        return self._convert(sparql, form, document, status)
+        return body, content_type, status
 
     def _triples(self, sparql: str, body: bytes, content_type: str, status: int | None) -> SelectResult:
         """A CONSTRUCT/DESCRIBE answer (Turtle) as subject/predicate/object rows."""

@@ -118,6 +118,81 @@ def test_validate_reports_the_broken_node(tmp_path):
     assert missing.exit_code == 1 and "not found" in one_error_line(missing)
 
 
+def without_entity(turtle, out, name: str):
+    """A copy of ``turtle`` without ``name``: every triple whose subject or object it is."""
+    import pyoxigraph as ox
+    from ontology import ENTITY_NS
+    node = ox.NamedNode(ENTITY_NS + name)
+    kept = (t for t in ox.parse(path=str(turtle), format=ox.RdfFormat.TURTLE) if node not in (t.subject, t.object))
+    ox.serialize(kept, output=str(out), format=ox.RdfFormat.TURTLE)
+    return out
+
+
+@pytest.fixture()
+def shacl_conforms(monkeypatch):
+    """SHACL stubbed to 'conforms' (it takes seconds on the whole KB and cannot see a removed
+    entity anyway): these tests are about the counts. The slow test below runs the real one."""
+    import ontology.shacl
+    monkeypatch.setattr(ontology.shacl, "validate", lambda path: ontology.shacl.ShaclReport(True, ()))
+
+
+def test_validate_reports_each_count_that_differs_from_the_generator(tmp_path, kb_turtle, shacl_conforms):
+    from synkqa.benchmark import kbgen
+    n = kbgen.BASE_COUNTS["Person"]                         # persons per scale unit, from the generator
+    cut = without_entity(kb_turtle, tmp_path / "cut.ttl", "Person_00371")
+    result = run("kb", "validate", "--file", str(cut), "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["conforms"] is False and report["violations"] == []      # SHACL alone would pass it
+    counts = report["counts"]
+    assert (counts["seed"], counts["scale"], counts["conforms"]) == (42, 1, False)
+    person_rows = {"Person", "entities", "born_in", "works_at", "birth_year", "height_cm"}
+    assert {v["name"] for v in counts["violations"]} == person_rows
+    assert all(v["found"] == v["expected"] - 1 for v in counts["violations"])
+    assert f"Person: {n - 1:,} entities, expected {n:,} for scale 1" in \
+        [v["message"] for v in counts["violations"]]
+    text = run("kb", "validate", "--file", str(cut))
+    assert text.exit_code == 1 and "6 count violation(s)" in text.stdout
+    assert f"Person: {n - 1:,} entities, expected {n:,} for scale 1" in text.stdout
+    # The intact file conforms; against another scale it does not; --no-expect-counts skips.
+    intact = run("kb", "validate", "--file", str(kb_turtle))
+    assert intact.exit_code == 0 and "conforms" in intact.stdout and "the counts are those of" in intact.stdout
+    scale2 = run("kb", "validate", "--file", str(kb_turtle), "--scale", "2")
+    assert scale2.exit_code == 1 and f"Person: {n:,} entities, expected {2 * n:,} for scale 2" in scale2.stdout
+    skipped = run("kb", "validate", "--file", str(cut), "--no-expect-counts")
+    assert skipped.exit_code == 0 and "counts not checked: --no-expect-counts" in skipped.stdout
+
+
+def test_validate_holds_only_the_synkqa_vocabulary_to_its_counts(shacl_conforms):
+    campus = "tests/fixtures/kb/campus.ttl"                  # a KB of its own schema (docs/KB.md)
+    result = run("kb", "validate", "--file", campus, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["counts"] is None and "does not use the SynKQA-Pro ontology" in report["counts_skipped"]
+    forced = run("kb", "validate", "--file", campus, "--expect-counts", "--json")
+    assert forced.exit_code == 1
+    names = {v["name"]: v for v in json.loads(forced.stdout)["counts"]["violations"]}
+    # Counted by IRI: the campus cv:Person is not the SynKQA-Pro sk:Person.
+    assert names["Person"]["found"] == 0
+    assert names["<http://example.org/campus/vocab#Person>"]["expected"] == 0
+
+
+@pytest.mark.slow
+def test_validate_with_shacl_fails_a_kb_with_one_person_removed(tmp_path, kb_turtle):
+    """End to end, real SHACL (about 5 s a file): one person removed with all their triples
+    still satisfies every shape, but not Table I."""
+    from synkqa.benchmark import kbgen
+    n = kbgen.BASE_COUNTS["Person"]
+    cut = without_entity(kb_turtle, tmp_path / "cut.ttl", "Person_00371")
+    result = run("kb", "validate", "--file", str(cut))
+    assert result.exit_code == 1
+    assert "every SHACL invariant holds" in result.stdout
+    assert f"Person: {n - 1:,} entities, expected {n:,} for scale 1" in result.stdout
+    intact = run("kb", "validate", "--file", str(kb_turtle))
+    assert intact.exit_code == 0, intact.output
+    assert f"{kb_turtle}: conforms: every SHACL invariant holds" in intact.stdout
+
+
 # ---- synkqa sparql -----------------------------------------------------------------------------
 
 def test_sparql_formats():

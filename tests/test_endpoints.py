@@ -230,6 +230,18 @@ def test_execute_cli_with_an_endpoint_backend(virtuoso_server, oxigraph_server, 
     assert "graph <http://synkqa.org/no-such-graph> holds no triples" in result.output
     result = _cli("sparql", "ASK {}", "--endpoint", virtuoso_server.url, "--graph", "not an iri")
     assert result.exit_code == 1 and "is not an IRI" in result.output
+    # execute on that graph points at the graph, not at the program's entities; in a batch
+    # every line still gets its own line of output
+    empty = f"{virtuoso_server.url}?default-graph-uri=http://synkqa.org/no-such-graph"
+    result = _cli("execute", program, "--backend", empty)
+    assert result.exit_code == 1 and "unknown entity" not in result.output
+    assert "graph <http://synkqa.org/no-such-graph> at" in result.output and "holds no triples" in result.output
+    batch = virtuoso_server.workdir / "two-programs.txt"
+    batch.write_text(f"{program}\n{program}\n")
+    result = _cli("execute", "--input", str(batch), "--backend", empty, "--json")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1 and len(rows) == 2
+    assert "holds no triples" in rows[0]["error"] and rows[1]["error"].startswith("not run:")
 
 
 def test_kb_load_cli_into_virtuoso_and_parse_errors(kb_turtle, virtuoso_server):

@@ -82,3 +82,44 @@ def test_kb_validate_on_a_broken_file_is_one_clear_error(tmp_path, content, mess
     assert result.exit_code == 1
     assert message in result.output and "Traceback" not in result.output
     assert "conforms" not in result.output
+
+
+def test_execute_timeout_stops_a_runaway_query_and_the_batch_goes_on(tmp_path, kb_turtle):
+    """800 Relate steps take ~17 s and 2.4 GB on the embedded store; --timeout 1 kills the
+    worker running it at 1 s, reports that program, and runs the next ones in a new worker."""
+    import subprocess
+    import sys
+    import time
+
+    slow = "Find(City_0359);" + ";".join(["RelateInv(born_in);Relate(born_in)"] * 400) + ";Count()"
+    fast = "Find(City_0359);RelateInv(born_in);Count()"
+    batch = tmp_path / "batch.txt"
+    batch.write_text(f"{fast}\n{slow}\n{fast}\n")
+    for extra in (["--backend", "oxigraph"], ["--cross-check"]):
+        started = time.monotonic()
+        command = [sys.executable, "-c", "from synkqa.cli import main; main()", "execute", "--input", str(batch),
+                   "--json", "--timeout", "1", *extra]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        elapsed = time.monotonic() - started
+        rows = [json.loads(line) for line in done.stdout.splitlines()]
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert [r["answer"] for r in rows] == ["6", None, "6"]
+        assert rows[1]["error"] == "program exceeded the time limit of 1 s (stopped; see --timeout)"
+        assert elapsed < 12, elapsed            # not the ~17 s the slow program needs
+
+
+def test_deadline_worker_reports_a_crashed_worker_and_replaces_it():
+    import os
+    import signal
+
+    from kopl2sparql.errors import ExecutionError
+    from store.deadline import DeadlineWorker
+
+    def crash():
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    with DeadlineWorker({"crash": crash, "square": lambda x: x * x}, timeout=30) as worker:
+        assert worker.call("square", 7) == 49
+        with pytest.raises(ExecutionError, match="killed by SIGSEGV"):
+            worker.call("crash")
+        assert worker.call("square", 8) == 64 and worker.started == 2

@@ -49,7 +49,7 @@ import orjson
 from ontology import paper
 from kopl2sparql.answer import Answer, format_number
 from kopl2sparql.compiler import compile_program
-from kopl2sparql.errors import (DatasetError, EngineDisagreement, ExecutionError, ProgramError,
+from kopl2sparql.errors import (DatasetError, EngineDisagreement, ExecutionError, ProgramError, safe_text,
                                 unknown_name_message)
 from kopl2sparql.kqapro import to_kqapro
 from kopl2sparql.program import Program, Step
@@ -65,7 +65,8 @@ __all__ = [
     "SPLITS", "SPLIT_SIZES", "NUM_CHOICES", "BOOLEAN_FILLERS", "VERIFY_TRUE_EMPLOYER_RATE",
     "NUMERIC_RADIUS", "PAPER_TABLE_II", "PAPER_TEST_TEMPLATE_COUNTS", "FORMAT_VERSION",
     "KBEntities", "Draft", "sample_split", "make_choices", "GoldEngines", "build",
-    "ensure_dataset", "progress_bar", "load_split", "iter_split", "split_stats", "dataset_stats",
+    "ensure_dataset", "progress_bar", "check_split_file", "load_split", "iter_split", "split_stats",
+    "dataset_stats",
 ]
 
 SPLITS = ("train", "validation", "test")
@@ -567,19 +568,97 @@ def ensure_dataset(seed: int = 42, show_progress: bool = True) -> Path:
     return directory
 
 
+def _file_summary(path: Path) -> tuple[int, int, str]:
+    """``(records, bytes, sha256)`` of a JSONL file in one pass; a last line without its
+    newline (a file cut mid-record) counts as a record."""
+    digest = hashlib.sha256()
+    lines = size = 0
+    last = b"\n"
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+            size += len(chunk)
+            last = chunk[-1:]
+    return lines + (last != b"\n"), size, digest.hexdigest()
+
+
+def check_split_file(path: Path | str) -> None:
+    """A split file read from a directory that has a ``manifest.json`` (written by
+    :func:`build`) must be what the manifest records: its record count, bytes and sha256.
+    Every reader of split files calls this (``iter_split``, and ``evaluation.runner.load_splits``
+    for ``evaluate --data`` and the other study commands), so a file truncated or edited after
+    the build is one clear error rather than statistics or accuracies of the wrong questions.
+
+    Files with no manifest beside them (a user's own JSONL), files the manifest does not
+    list, and missing files (their reader reports them) are not checked.
+
+    :raises DatasetError: naming the file and what differs, or a manifest that cannot be read.
+    """
+    path = Path(path)
+    manifest_path = path.parent / "manifest.json"
+    if not path.is_file() or not manifest_path.is_file():
+        return
+    try:
+        manifest = json.loads(manifest_path.read_bytes())
+    except OSError as exc:
+        raise DatasetError(f"cannot read {manifest_path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError):
+        raise DatasetError(f"{manifest_path} is not valid JSON, so the files beside it cannot be checked "
+                           "(rebuild the dataset with `synkqa dataset build`, or remove it to read the "
+                           "files as they are)") from None
+    if not isinstance(manifest, dict) or "splits" not in manifest:
+        return                                   # not a dataset manifest (some other tool's file)
+    splits = manifest["splits"]
+    entries = splits.values() if isinstance(splits, dict) else ()
+    if not isinstance(splits, dict) or not all(isinstance(info, dict) for info in entries):
+        raise DatasetError(f"{manifest_path}: 'splits' is not a mapping of split entries (edited by hand?)")
+    info = next((info for info in entries if info.get("file") == path.name), None)
+    if info is None:
+        return
+    want = {"questions": info.get("questions"), "bytes": info.get("bytes"), "sha256": info.get("sha256")}
+    if not (isinstance(want["questions"], int) and isinstance(want["bytes"], int)
+            and isinstance(want["sha256"], str)):
+        raise DatasetError(f"{manifest_path}: the entry of {path.name} lacks questions, bytes or sha256 "
+                           "(edited by hand?)")
+    records, size, sha256 = _file_summary(path)
+    if records != want["questions"]:
+        differs = f"{records:,} records, {manifest_path.name} says {want['questions']:,}"
+    elif size != want["bytes"]:
+        differs = f"{size:,} bytes, {manifest_path.name} says {want['bytes']:,}"
+    elif sha256 != want["sha256"]:
+        differs = f"sha256 {sha256[:16]}…, {manifest_path.name} says {safe_text(want['sha256'], 64)[:16]}…"
+    else:
+        return
+    raise DatasetError(f"{path}: {differs} (file truncated or edited after the build? rebuild the dataset "
+                       f"with `synkqa dataset build`, or remove {manifest_path.name} to read the files as they are)")
+
+
 def iter_split(split: str, seed: int = 42, directory: Path | None = None) -> Iterator[dict]:
-    """Records of one split, in file order (builds the dataset on first use)."""
+    """Records of one split, in file order (builds the dataset on first use).
+
+    :raises DatasetError: for a missing file, a line that is not JSON, or a file that differs
+        from the ``manifest.json`` beside it (:func:`check_split_file`).
+    """
     _check_split(split)
     directory = ensure_dataset(seed) if directory is None else Path(directory)
     path = directory / f"{split}.jsonl"
     if not path.is_file():
         raise DatasetError(f"no {split} split at {path}")
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    check_split_file(path)
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
             try:
-                yield json.loads(line)
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise DatasetError(f"{path}:{number}: not UTF-8 text (byte {exc.start + 1})") from None
             except ValueError as exc:
                 raise DatasetError(f"{path}:{number}: not a JSON record ({exc})") from None
+            except RecursionError:
+                raise DatasetError(f"{path}:{number}: JSON nested too deeply") from None
+            if not isinstance(record, dict):
+                raise DatasetError(f"{path}:{number}: not a JSON record (a {type(record).__name__})")
+            yield record
 
 
 def load_split(split: str, seed: int = 42, directory: Path | None = None) -> list[dict]:
@@ -592,10 +671,18 @@ def load_split(split: str, seed: int = 42, directory: Path | None = None) -> lis
 
 # ---- statistics (Table II) -----------------------------------------------------------------
 
-def split_stats(records: Iterable[dict]) -> dict:
+_STATS_FIELDS = {"question": str, "kopl": str, "answer": str, "template_id": int}
+
+
+def split_stats(records: Iterable[dict], where: str = "") -> dict:
     """Table II columns for one split plus the per-template counts."""
     words, steps, answers, per_template = [], [], set(), Counter()
-    for r in records:
+    for number, r in enumerate(records, 1):
+        for key, kind in _STATS_FIELDS.items():
+            if not isinstance(r.get(key), kind) or isinstance(r.get(key), bool):
+                what = "missing" if r.get(key) is None else f"a {type(r.get(key)).__name__}"
+                raise DatasetError(f"{where}{':' if where else 'record '}{number}: field '{key}' "
+                                   f"must be {'an integer' if kind is int else 'a string'}, not {what}")
         words.append(word_count(r["question"]))
         steps.append(r["kopl"].count(";") + 1)
         answers.add(r["answer"])
@@ -613,7 +700,9 @@ def split_stats(records: Iterable[dict]) -> dict:
 
 def dataset_stats(seed: int = 42, directory: Path | None = None) -> dict:
     """Table II and per-template counts for every split, beside the paper's numbers."""
-    ours = {split: split_stats(iter_split(split, seed, directory)) for split in SPLITS}
+    where = {split: str((Path(directory) if directory is not None else paths.dataset_dir(seed)) / f"{split}.jsonl")
+             for split in SPLITS}
+    ours = {split: split_stats(iter_split(split, seed, directory), where[split]) for split in SPLITS}
     return {
         "seed": seed,
         "splits": ours,

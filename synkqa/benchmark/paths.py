@@ -6,16 +6,29 @@ directory (so a fresh checkout is self-contained and ``rm -rf .synkqa`` starts o
 Names carry the seed and scale, so different configurations never overwrite each other,
 and everything sits under a ``v<ARTEFACT_VERSION>`` folder: a release that changes what the
 generators write bumps the version, so an old cache is never mistaken for a current one.
+
+Files appear atomically (:func:`atomic_path`); what takes longer to build than one rename
+(the KB Turtle, an on-disk store) is built under :func:`build_lock`, an advisory lock per
+artefact in ``locks/``, so that processes started together build it once.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: builds are not serialised
+    fcntl = None
 
 
 ARTEFACT_VERSION = 1
@@ -144,3 +157,126 @@ def atomic_path(target: Path):
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+# ---- one builder at a time ----------------------------------------------------------------------
+
+BUILD_WAIT_SECONDS = 1800.0
+"""How long a process waits for another one to finish building the same artefact."""
+_RETRY_SECONDS = 0.1
+
+
+def lock_path(target: Path | str) -> Path:
+    """The lock file for building ``target``: in the cache's ``locks/`` folder (never beside a
+    store given outside the cache), named by ``target``'s absolute path."""
+    target = Path(target).resolve()
+    digest = hashlib.sha256(str(target).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return home() / "locks" / f"{target.name}.{digest}.lock"
+
+
+class BuildLock:
+    """An exclusive lock on building one artefact, held by this process (see :func:`build_lock`).
+
+    The lock file also notes what its holder is doing, so that the next holder can tell an
+    artefact a killed builder left half-made: :meth:`begin` before writing, :meth:`done` after.
+    """
+
+    def __init__(self, fh, target: Path):
+        self._fh = fh
+        self.target = target
+        state = _read_state(fh) if fh is not None else {}
+        self.interrupted: dict | None = state.get("building") if isinstance(state.get("building"), dict) else None
+        """What a previous holder began and never finished (it died or failed), else ``None``."""
+        self._write(self.interrupted)  # keep that note until this holder has dealt with it
+
+    def _write(self, building: dict | None) -> None:
+        if self._fh is None:
+            return
+        self._fh.seek(0)
+        self._fh.truncate()
+        self._fh.write(json.dumps({"pid": os.getpid(), "target": str(self.target), "building": building}))
+        self._fh.flush()
+
+    def begin(self, **note) -> None:
+        """Note that this holder starts writing ``target`` (``note``: what the next holder needs
+        to clean up if it never finishes, e.g. ``created=True``)."""
+        self.interrupted = None
+        self._write(note)
+
+    def done(self) -> None:
+        """Note that ``target`` is complete (or that nothing was left to clean up)."""
+        self.interrupted = None
+        self._write(None)
+
+
+def _read_state(fh) -> dict:
+    try:
+        fh.seek(0)
+        state = json.loads(fh.read() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _holder(lock: Path) -> str:
+    try:
+        with open(lock, encoding="utf-8") as fh:
+            pid = _read_state(fh).get("pid")
+    except OSError:
+        pid = None
+    return f"process {pid}" if isinstance(pid, int) else "another process"
+
+
+@contextmanager
+def build_lock(target: Path | str, *, timeout: float | None = None,
+               error: type[Exception] = RuntimeError) -> Iterator[BuildLock]:
+    """Hold the exclusive advisory lock (``fcntl.flock``) on building ``target``.
+
+    Every process that builds an artefact of the cache (the KB Turtle, an on-disk store) does
+    so under this lock and checks again, once it holds it, whether the artefact is complete:
+    concurrent first uses build it once, the others wait and then use it. The kernel releases
+    the lock when its holder exits, however it exits, so a killed builder never blocks
+    anyone; what it left half-made is told by :attr:`BuildLock.interrupted`.
+
+    While waiting, one line on stderr says who holds the lock. ``flock`` itself has no time
+    limit, so the wait retries a non-blocking ``flock`` until ``timeout`` seconds
+    (:data:`BUILD_WAIT_SECONDS` by default) have passed, then raises ``error``. Without
+    ``fcntl`` (not POSIX), or when the lock file cannot be created (a read-only cache), the
+    lock is a no-op.
+    """
+    target = Path(target)
+    timeout = BUILD_WAIT_SECONDS if timeout is None else timeout
+    fh = None
+    if fcntl is not None:
+        lock = lock_path(target)
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(lock, "a+", encoding="utf-8")
+        except OSError:
+            fh = None
+    if fh is None:
+        yield BuildLock(None, target)
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        waited = False
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pass
+            if time.monotonic() >= deadline:
+                raise error(f"{target} is still being built by {_holder(lock)} after waiting "
+                            f"{timeout:g} s; try again when it has finished") from None
+            if not waited:
+                waited = True
+                print(f"waiting for {_holder(lock)} to finish building {target} "
+                      f"(at most {timeout:g} s)...", file=sys.stderr, flush=True)
+            time.sleep(min(_RETRY_SECONDS, max(0.0, deadline - time.monotonic())))
+        try:
+            yield BuildLock(fh, target)
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        fh.close()

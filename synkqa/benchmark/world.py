@@ -4,14 +4,22 @@
 ``ensure_store`` does the same for an on-disk store (reopened without reloading when its load
 record matches the Turtle); ``open_store`` gives a store object, in memory by default, cached
 per process so that tests and commands share one load.
+
+Concurrent first uses are safe: every build of the Turtle or of an on-disk store happens
+under the cache's lock for it (:func:`synkqa.benchmark.paths.build_lock`), and a process that
+gets the lock looks again before building. So one process builds, the others wait (saying so
+on stderr) and then use what it built. A store a killed process left half-built has no load
+record and is rebuilt, never used; a directory it left without even a RocksDB ``CURRENT`` file
+is emptied first when the lock's note says that build created it (or it lies in the cache).
 """
 
 from __future__ import annotations
 
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-from kopl2sparql.errors import StoreError
+from kopl2sparql.errors import StoreError, SynKQAError
 from store.oxigraph import OxigraphStore, StoreLocked, file_sha256
 from ontology import Schema, schema_path
 from synkqa.benchmark import kbgen, paths
@@ -52,7 +60,11 @@ def ensure_turtle(seed: int = 42, scale: int = 1, progress: bool = False) -> Pat
     """
     target = paths.kb_turtle(seed, scale)
     if not target.exists():
-        write_kb(seed, scale, target, progress=progress)
+        # One writer at a time (the file appears by an atomic rename either way); the others
+        # wait and find it written.
+        with paths.build_lock(target, error=SynKQAError):
+            if not target.exists():
+                write_kb(seed, scale, target, progress=progress)
     return target
 
 
@@ -69,14 +81,104 @@ def kb_schema(seed: int = 42, scale: int = 1, progress: bool = False) -> Schema:
     return found
 
 
-def load_into(store: OxigraphStore, turtle: Path, progress: bool = False) -> bool:
+def load_into(store: OxigraphStore, turtle: Path, progress: bool = False, *,
+              sha256: str | None = None, with_ontology: bool = True) -> bool:
     """Load ``turtle`` unless the store already holds it; ``True`` if it loaded."""
-    sha256 = file_sha256(turtle)
+    sha256 = sha256 or file_sha256(turtle)
     if store.holds(turtle, sha256=sha256):
         return False
     with _progress(progress, f"loading {turtle.name}", turtle.stat().st_size, "bytes") as update:
-        store.load_turtle(turtle, progress=update, sha256=sha256)
+        store.load_turtle(turtle, progress=update, sha256=sha256, with_ontology=with_ontology)
     return True
+
+
+def _holds(path: Path, turtle: Path, sha256: str) -> bool:
+    """Whether the on-disk store at ``path`` completely holds ``turtle`` (a read-only look;
+    ``False`` for a missing, half-built or unreadable store)."""
+    if not (path / "CURRENT").is_file():
+        return False
+    try:
+        return OxigraphStore(path, read_only=True).holds(turtle, sha256=sha256)
+    except StoreError:
+        return False
+
+
+def _in_cache(path: Path) -> bool:
+    return path.resolve().is_relative_to(paths.home().resolve())
+
+
+def _in_use(path: Path) -> bool:
+    """Whether a process has the store at ``path`` open for writing: RocksDB holds a POSIX
+    lock on its ``LOCK`` file for as long as it is open (a read-only open takes none)."""
+    if any(store.path is not None and store.path.resolve() == path.resolve() for store in _OPEN.values()):
+        return True  # this process: probing its own lock would release it
+    try:
+        import fcntl
+        with open(path / "LOCK", "rb+") as fh:
+            try:
+                fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return True
+            fcntl.lockf(fh, fcntl.LOCK_UN)
+    except (ImportError, OSError):
+        return False
+    return False
+
+
+def _empty_dir(path: Path) -> None:
+    """Remove what ``path`` contains (the directory itself stays)."""
+    for entry in path.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _open_for_build(path: Path, lock: paths.BuildLock) -> OxigraphStore:
+    """Open the on-disk store at ``path`` for writing, under ``lock``, after clearing what an
+    interrupted build left there; notes on the lock that a build is under way.
+
+    :raises StoreLocked: if another process holds the store open for writing.
+    :raises StoreError: if ``path`` cannot hold a store.
+    """
+    left = lock.interrupted
+    if path.is_dir() and any(path.iterdir()):
+        if (left is not None and left.get("created")) or \
+                (_in_cache(path) and not (path / "CURRENT").is_file()):
+            if _in_use(path):  # someone writes it without the build lock (e.g. `kb build --store`)
+                raise StoreLocked(f"store {path} is in use by another process (it holds the write lock)")
+            _empty_dir(path)  # half-built by a killed (or failed) build: start afresh
+    created = not path.exists() or (path.is_dir() and not any(path.iterdir()))
+    lock.begin(created=created)
+    try:
+        return OxigraphStore(path)
+    except StoreLocked:
+        raise
+    except StoreError:
+        if created or not _in_cache(path) or _in_use(path):
+            raise
+    _empty_dir(path)  # a damaged store of the cache's own: rebuilt, not used
+    lock.begin(created=True)
+    return OxigraphStore(path)
+
+
+def _ensure_on_disk(path: Path, turtle: Path, sha256: str, progress: bool, with_ontology: bool) -> None:
+    """Make the on-disk store at ``path`` hold ``turtle``, one builder at a time; closed on return."""
+    with paths.build_lock(path, error=StoreError) as lock:
+        if _holds(path, turtle, sha256):  # complete: built earlier, or just now by another process
+            if lock.interrupted is not None:
+                lock.done()
+            return
+        try:
+            store = _open_for_build(path, lock)
+        except StoreLocked:
+            raise StoreError(f"store {path} is open for writing in another process and does not hold "
+                             f"{turtle.name} yet; try again when that process has finished") from None
+        try:
+            load_into(store, turtle, progress, sha256=sha256, with_ontology=with_ontology)
+            lock.done()
+        finally:
+            del store  # closes RocksDB and releases its lock
 
 
 def ensure_store(seed: int = 42, scale: int = 1, path: Path | str | None = None,
@@ -85,52 +187,43 @@ def ensure_store(seed: int = 42, scale: int = 1, path: Path | str | None = None,
 
     ``path`` defaults to the cache's store directory. A store whose load record matches the
     Turtle is not reloaded; one that does not (or an interrupted load) is cleared and loaded.
-    The store is closed again on return, so child processes can open it read-only.
+    Concurrent calls build it once: the others wait for the builder (at most
+    :data:`paths.BUILD_WAIT_SECONDS`) and then use its store. The store is closed again on
+    return, so child processes can open it read-only.
 
-    :raises StoreError: if the store is locked by another process and not complete yet.
+    :raises StoreError: if the wait runs out, or another process holds the store open for
+        writing while it holds something else.
     """
     path = Path(path) if path is not None else paths.kb_store_dir(seed, scale)
     turtle = ensure_turtle(seed, scale, progress=progress)
     if _key(seed, scale, path) in _OPEN:  # this process already holds it open and loaded
         return path
-    try:
-        store = OxigraphStore(path)
-    except StoreLocked:
-        # Another process holds the write lock; reading is safe once its load has finished.
-        record = OxigraphStore(path, read_only=True).record
-        if record is None:
-            raise StoreError(f"store {path} is being built by another process; "
-                             "try again when it finishes") from None
-        return path
-    try:
-        load_into(store, turtle, progress)
-    finally:
-        del store  # closes RocksDB and releases its lock
+    _ensure_on_disk(path, turtle, file_sha256(turtle), progress, with_ontology=True)
     return path
+
+
+def load_store_dir(path: Path | str, turtle: Path | str, progress: bool = False) -> bool:
+    """Make the on-disk store at ``path`` hold the SynKQA-Pro KB ``turtle`` (``kb build
+    --store``), under the same build lock as :func:`ensure_store`; ``True`` if it loaded."""
+    path, turtle = Path(path), Path(turtle)
+    sha256 = file_sha256(turtle)
+    loaded_before = _holds(path, turtle, sha256)
+    _ensure_on_disk(path, turtle, sha256, progress, with_ontology=True)
+    return not loaded_before
 
 
 def ensure_kb_file_store(kb: Path | str, progress: bool = False) -> Path:
     """Directory of an on-disk store holding a user's Turtle KB (``--kb``), built if needed
-    and reused while the file's content is unchanged; closed again on return.
+    and reused while the file's content is unchanged; closed again on return. Concurrent
+    calls build it once, as :func:`ensure_store`.
 
-    :raises StoreError: if another process is building it.
+    :raises StoreError: as :func:`ensure_store`, or for invalid Turtle.
     """
     kb = Path(kb)
     sha256 = file_sha256(kb)
     path = paths.kb_file_store_dir(sha256)
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        store = OxigraphStore(path)
-    except StoreLocked:
-        if OxigraphStore(path, read_only=True).record is None:
-            raise StoreError(f"store {path} is being built by another process; try again when it finishes") from None
-        return path
-    try:
-        if not store.holds(kb, sha256=sha256):
-            with _progress(progress, f"loading {kb.name}", kb.stat().st_size, "bytes") as update:
-                store.load_turtle(kb, progress=update, sha256=sha256, with_ontology=False)
-    finally:
-        del store
+    _ensure_on_disk(path, kb, sha256, progress, with_ontology=False)
     return path
 
 
@@ -155,8 +248,14 @@ def open_store(seed: int = 42, scale: int = 1, path: Path | str | None = None, *
     store = _OPEN.get(key)
     if store is None:
         turtle = ensure_turtle(seed, scale, progress=progress)
-        store = OxigraphStore(path)
-        load_into(store, turtle, progress)
+        if path is None:
+            store = OxigraphStore()
+            load_into(store, turtle, progress)
+        else:
+            with paths.build_lock(Path(path), error=StoreError) as lock:
+                store = _open_for_build(Path(path), lock)
+                load_into(store, turtle, progress)
+                lock.done()
         _OPEN[key] = store
     return store
 

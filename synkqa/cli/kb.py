@@ -16,7 +16,7 @@ import time
 from decimal import Decimal
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -121,10 +121,9 @@ def build(
     }
     if store is not None:
         start = time.perf_counter()
-        opened = OxigraphStore(store)
-        loaded = world.load_into(opened, target, progress=not as_json)
-        record = opened.record
-        del opened  # release the RocksDB lock before reporting
+        # Under the build lock, as first-use builds: concurrent builds of one store load it once.
+        loaded = world.load_store_dir(store, target, progress=not as_json)
+        record = OxigraphStore(store, read_only=True).record
         report["store"] = {"path": str(store), "loaded": loaded, "triples": record.triples,
                            "seconds": round(time.perf_counter() - start, 3)}
     if as_json:
@@ -278,12 +277,22 @@ def validate(
                               "--seed/--scale, built on first use)."),
     seed: int = SEED,
     scale: int = SCALE,
-    limit: int = typer.Option(10, "--show", min=0, help="How many violations to print."),
+    expect_counts: Optional[bool] = typer.Option(
+        None, "--expect-counts/--no-expect-counts",
+        help="Also check Table I: the entities per class, edges per relation and values per attribute "
+             "the SynKQA-Pro KB of --seed/--scale must hold (from the generator). Default: checked for "
+             "the default KB and for a --file that uses the SynKQA-Pro ontology "
+             "(http://synkqa.org/ontology#), not for a KB of another vocabulary (docs/KB.md)."),
+    limit: int = typer.Option(10, "--show", min=0, help="How many violations to print (of each kind)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Check the KB against the SHACL shapes (ontology/shapes.ttl) with pyshacl; exit 1 on violations.
+    """Check the KB against the SHACL shapes (ontology/shapes.ttl) with pyshacl, and its counts
+    against Table I x --scale; exit 1 on any violation.
 
-    Uses rdflib in memory: fine at scale 1 (about 5 s), impractical far beyond scale 10.
+    SHACL checks each entity on its own; the counts catch what it cannot see (an entity
+    removed with all its triples). Counts are SPARQL COUNTs on pyoxigraph (under a second at
+    scale 1); SHACL uses rdflib in memory: fine at scale 1 (about 5 s), impractical far
+    beyond scale 10.
     """
     from ontology.shacl import validate as shacl_validate
     from synkqa.benchmark import world
@@ -292,17 +301,63 @@ def validate(
         raise ConfigError(f"Turtle file not found: {file}")
     path = file if file is not None else world.ensure_turtle(seed, scale, progress=not as_json)
     _check_turtle(path)
+    counts, skipped = _check_counts(path, seed, scale, expect_counts, default_kb=file is None)
     try:
         report = shacl_validate(path)
     except SyntaxError as exc:  # rdflib's Turtle parser
         raise ConfigError(f"{path} is not valid Turtle: {exc}") from None
+    conforms = report.conforms and (counts is None or counts.conforms)
     if as_json:
-        print_json({"file": str(path), "conforms": report.conforms,
-                    "violations": [v.__dict__ for v in report.violations]})
+        print_json({"file": str(path), "conforms": conforms,
+                    "violations": [v.__dict__ for v in report.violations],
+                    "counts": None if counts is None else {
+                        "seed": counts.seed, "scale": counts.scale, "conforms": counts.conforms,
+                        "violations": [v.__dict__ for v in counts.violations],
+                        "measured": counts.measured, "expected": counts.expected},
+                    **({"counts_skipped": skipped} if skipped else {})})
     else:
-        stdout.print(f"{path}: {report.summary(limit)}")
-    if not report.conforms:
+        stdout.print(_validate_text(path, report, counts, skipped, limit), markup=False)
+    if not conforms:
         raise typer.Exit(1)
+
+
+def _check_counts(path: Path, seed: int, scale: int, expect: bool | None, default_kb: bool):
+    """``(CountReport or None, why the counts were not checked or None)``."""
+    from synkqa.benchmark import kbcheck
+
+    if expect is False:
+        return None, "--no-expect-counts"
+    measured = kbcheck.measure_counts(path)
+    if expect is None and not default_kb and not kbcheck.uses_synkqa_vocabulary(measured):
+        return None, "the file does not use the SynKQA-Pro ontology (give --expect-counts to check them anyway)"
+    return kbcheck.check_counts(path, seed, scale, measured=measured), None
+
+
+def _validate_text(path: Path, report, counts, skipped: str | None, limit: int) -> str:
+    """The text report: the SHACL violations, then the count violations (``counts`` is a
+    :class:`synkqa.benchmark.kbcheck.CountReport`, or ``None`` when not checked)."""
+    what = None if counts is None else f"the SynKQA-Pro KB of seed {counts.seed}, scale {counts.scale}"
+    if report.conforms and (counts is None or counts.conforms):
+        if counts is None:
+            return f"{path}: conforms: every SHACL invariant holds (counts not checked: {skipped})"
+        e = counts.expected
+        return (f"{path}: conforms: every SHACL invariant holds, and the counts are those of {what} "
+                f"({e['entities']:,} entities, {sum(e['relations'].values()):,} edges, "
+                f"{sum(e['attributes'].values()):,} values)")
+    lines = []
+    if not report.conforms:
+        lines.append(f"{path}: {report.summary(limit)}")
+    if counts is not None and not counts.conforms:
+        shacl = " (every SHACL invariant holds)" if report.conforms else ""
+        lines.append(f"{path}: {len(counts.violations)} count violation(s) against {what}{shacl}:")
+        lines += [f"  {v.message}" for v in counts.violations[:limit]]
+        if len(counts.violations) > limit:
+            lines.append(f"  ... and {len(counts.violations) - limit} more")
+        lines.append("  (the KB of another scale: give --scale; a KB not meant to be the SynKQA-Pro KB: "
+                     "--no-expect-counts)")
+    elif counts is None:
+        lines.append(f"{path}: counts not checked: {skipped}")
+    return "\n".join(lines)
 
 
 def _check_turtle(path: Path) -> None:

@@ -18,13 +18,15 @@ from __future__ import annotations
 import json
 import sys
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
 from rich.table import Table
 
-from kopl2sparql.errors import EngineDisagreement, ExecutionError, ProgramError, StoreError, SynKQAError
+from kopl2sparql.errors import (ConfigError, EngineDisagreement, ExecutionError, ProgramError, StoreError,
+                                SynKQAError)
 from kopl2sparql.program import Program
 from synkqa.cli.common import EXIT_FAIL, EXIT_USAGE, handle_errors, print_json, stderr, stdout
 
@@ -191,6 +193,10 @@ def _trace_dict(step: Any) -> dict:
 
 def _make_executor(backend: str, cross_check: bool, seed: int, scale: int, kb: Optional[Path]):
     from synkqa.benchmark.executors import get_executor
+    if backend.startswith(("http://", "https://")):
+        # An empty graph would make every program "unknown entity": name the graph instead.
+        from store.remote import EndpointStore
+        EndpointStore(backend).require_data()
     return get_executor(backend, seed=seed, scale=scale, kb=kb, cross_check=cross_check, progress=True)
 
 
@@ -222,6 +228,11 @@ def execute_command(
     kb: Optional[Path] = typer.Option(None, "--kb", dir_okay=False,
                                       help="A Turtle KB of any schema to use instead of the SynKQA-Pro KB "
                                            "(loaded into the embedded store; see docs/KB.md)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.001, metavar="SECONDS",
+                                            help="Time limit per program (default: none). Programs run "
+                                                 "in a worker process that is killed at the limit, so a "
+                                                 "runaway query stops; that program fails and the "
+                                                 "others still run."),
 ) -> None:
     """Type-check and run KoPL programs on the SynKQA-Pro KB (built on first use) or on
     any Turtle KB given with --kb.
@@ -238,10 +249,11 @@ def execute_command(
     if kb is not None:
         from synkqa.benchmark.kqapro_kb import is_kqapro_file
         if is_kqapro_file(kb):
-            return _execute_kqapro(program, input_file, backend, trace, json_output, cross_check, kb)
+            return _execute_kqapro(program, input_file, backend, trace, json_output, cross_check, kb,
+                                   timeout)
     from kopl2sparql.typecheck import check
 
-    executor = None
+    run = None
     schema = None
     broken: str | None = None       # the engine failed: the lines after it are not run
     total = failed = 0
@@ -260,11 +272,10 @@ def execute_command(
             if schema is None:    # read lazily: a batch of unparsable programs needs no KB
                 schema = _schema(kb, seed, scale)
             check(parsed, schema)
-            if executor is None:
+            if run is None:
                 executor = _make_executor(backend, cross_check, seed, scale, kb)
-            if trace:  # first, so that a failing step still leaves the steps before it
-                steps = [_trace_dict(s) for s in executor.trace(parsed)]
-            row["answer"] = executor.execute(parsed).canonical()
+                run = _runner(partial(_run_program, executor), timeout)
+            steps, row["answer"] = run(parsed, trace)
         except StoreError as exc:
             if single:
                 raise
@@ -283,6 +294,24 @@ def execute_command(
     _exit_if_failed(failed, total, single)
 
 
+def _run_program(executor, parsed, trace: bool) -> tuple[list[dict] | None, str]:
+    """(the steps when ``trace``, the canonical answer) of one program."""
+    # The trace first, so that a failing step still leaves the steps before it (on exc.trace).
+    steps = [_trace_dict(s) for s in executor.trace(parsed)] if trace else None
+    return steps, executor.execute(parsed).canonical()
+
+
+def _runner(run, timeout: float | None):
+    """``run`` itself, or ``run`` in a worker process killed after ``timeout`` seconds."""
+    if timeout is None:
+        return run
+    from store.deadline import DeadlineWorker, can_fork
+    if not can_fork():
+        raise ConfigError("--timeout needs a POSIX system (it runs programs in a forked process)")
+    worker = DeadlineWorker({"run": run}, timeout)
+    return partial(worker.call, "run")
+
+
 def _new_row(text: Any, record_id: Any) -> dict[str, Any]:
     """One program's output line, before it runs (an id first when the input had one)."""
     row: dict[str, Any] = {} if record_id is None else {"id": record_id}
@@ -299,11 +328,11 @@ def _exit_if_failed(failed: int, total: int, single: bool) -> None:
 
 
 def _execute_kqapro(program, input_file, backend: str, trace: bool, json_output: bool, cross_check: bool,
-                    kb_file: Path) -> None:
+                    kb_file: Path, timeout: float | None = None) -> None:
     """Full KoPL (KQA Pro's 27 functions) on a KQA Pro-model KB: JSON programs or the text syntax."""
     from kqapro.program import parse_program
 
-    engine = None
+    run = None
     total = failed = 0
     single = program is not None
     for text, record_id in _inputs(program, input_file):
@@ -315,15 +344,10 @@ def _execute_kqapro(program, input_file, backend: str, trace: bool, json_output:
                 raise text
             parsed = parse_program(text)
             row["program"] = parsed.to_json() if json_output else parsed.to_text()
-            if engine is None:
+            if run is None:
                 engine, native = _kqapro_engine(kb_file, backend, cross_check)
-            if trace:
-                _, done = native.interpreter.trace(parsed)
-                steps = [{"step": s.index + 1, "function": s.function, "kind": s.kind,
-                          "value": "|".join(s.preview) + (f"|… ({s.size})" if s.size > len(s.preview) else "")}
-                         for s in done]
-            answer = engine.run(parsed)
-            row["answer"] = answer.to_json() if json_output else answer.text
+                run = _runner(partial(_run_kqapro, engine, native, json_output), timeout)
+            steps, row["answer"] = run(parsed, trace)
         except StoreError as exc:
             if single:
                 raise
@@ -332,10 +356,26 @@ def _execute_kqapro(program, input_file, backend: str, trace: bool, json_output:
         except PER_PROGRAM_ERRORS as exc:
             failed += 1
             row["error"] = str(exc)
+            steps = getattr(exc, "trace_rows", None)
         if trace:
             row["trace"] = steps
         _report(row, json_output, single)
     _exit_if_failed(failed, total, single)
+
+
+def _run_kqapro(engine, native, json_output: bool, parsed, trace: bool):
+    steps = None
+    if trace:
+        _, done = native.interpreter.trace(parsed)
+        steps = [{"step": s.index + 1, "function": s.function, "kind": s.kind,
+                  "value": "|".join(s.preview) + (f"|… ({s.size})" if s.size > len(s.preview) else "")}
+                 for s in done]
+    try:
+        answer = engine.run(parsed)
+    except PER_PROGRAM_ERRORS as exc:
+        exc.trace_rows = steps          # shown with the error, as the steps before it
+        raise
+    return steps, (answer.to_json() if json_output else answer.text)
 
 
 def _kqapro_engine(kb_file: Path, backend: str, cross_check: bool):
@@ -349,7 +389,9 @@ def _kqapro_engine(kb_file: Path, backend: str, cross_check: bool):
             return native, native
         if backend.startswith(("http://", "https://")):
             from store.remote import EndpointStore
-            sparql = EndpointEngine(kb, EndpointStore(backend), name=backend)
+            endpoint = EndpointStore(backend)
+            endpoint.require_data()
+            sparql = EndpointEngine(kb, endpoint, name=backend)
         else:
             sparql = OxigraphEngine(kb, Path(kb_file))
     if cross_check:
