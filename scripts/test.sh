@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run). Installs everything it needs on a fresh
 # Debian machine — Python packages, the peer KoPL engines, Virtuoso and the Oxigraph
-# server — then runs the whole suite, endpoint tests against real servers included.
+# server, Jena, Chromium — then runs the whole suite, endpoint and browser tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,5 +13,12 @@ if [ ! -f /usr/share/java/jena-arq.jar ] || ! command -v java >/dev/null || ! co
     $SUDO apt-get update -q
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
         libapache-jena-java default-jre-headless default-jdk-headless
+fi
+# Debian's Chromium for the workbench's browser tests (Playwright drives it; Playwright's own
+# browser download needs the network).
+if ! command -v chromium >/dev/null; then
+    SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium
 fi
 python3 -m pytest "$@"

@@ -69,12 +69,14 @@ class DeadlineWorker:
     Arguments and results cross a pipe, so they must pickle.
     """
 
-    def __init__(self, operations: Mapping[str, Callable[..., Any]], timeout: float, *, what: str = "program"):
+    def __init__(self, operations: Mapping[str, Callable[..., Any]], timeout: float, *, what: str = "program",
+                 hint: str = "see --timeout"):
         if timeout <= 0:
             raise ValueError("timeout must be > 0 seconds")
         self.operations = dict(operations)
         self.timeout = timeout
         self.what = what
+        self.hint = hint                  # which option sets the limit, for the message
         self._process = None
         self._connection = None
         self.started = 0                  # workers forked so far (one more after every kill)
@@ -113,7 +115,7 @@ class DeadlineWorker:
         if not ready:
             self._kill()
             raise ExecutionTimeout(f"{self.what} exceeded the time limit of {self.timeout:g} s "
-                                   "(stopped; see --timeout)")
+                                   f"(stopped; {self.hint})")
         try:
             status, value = connection.recv()
         except (EOFError, OSError):

@@ -42,3 +42,4 @@ def kb_store(kb_turtle):
 # Real SPARQL servers (Oxigraph server, Virtuoso) and a scriptable broken endpoint, for
 # the endpoint tests (tests/endpoint_servers.py starts and stops them by PID).
 from tests.endpoint_servers import fake_endpoint, oxigraph_server, virtuoso_server  # noqa: E402,F401
+from tests.web_server import served  # noqa: E402,F401

@@ -29,9 +29,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     """Artefacts (KB, store, dataset, models) are cached under $SYNKQA_HOME (default ./.synkqa)."""
 
 
-from synkqa.cli import kb as _kb, interop as _interop, language as _language, dataset as _dataset, study as _study, bench as _bench, fullkopl as _fullkopl  # noqa: E402
+from synkqa.cli import kb as _kb, interop as _interop, language as _language, dataset as _dataset, study as _study, bench as _bench, fullkopl as _fullkopl, serve as _serve  # noqa: E402
 
-for _module in (_kb, _interop, _language, _dataset, _study, _bench, _fullkopl):
+for _module in (_kb, _interop, _language, _dataset, _study, _bench, _fullkopl, _serve):
     _module.register(app)
 
 

@@ -19,7 +19,8 @@ def bench(
     kind: str = typer.Option("synkqa", "--kind", help="synkqa: the paper's subset on the SynKQA-Pro KB; "
                                                    "kqapro: full KoPL on generated KQA Pro-shaped KBs "
                                                    "(scales like 0.1, 1, 10; engines native, oxigraph, "
-                                                   "virtuoso, jena, kopl, kopl-engine)."),
+                                                   "virtuoso, jena, kopl, kopl-engine); serve: a load "
+                                                   "test of `synkqa serve` (--clients, --seconds)."),
     scale: str = typer.Option("1,10", "--scale", help="KB scales, comma-separated (1 = the paper's 8,120 "
                                                      "entities; 100 = 812,000)."),
     engines: str = typer.Option("all", "--engines", help="Comma-separated engines: native, oxigraph-memory, "
@@ -45,6 +46,10 @@ def bench(
     out: Path = typer.Option(Path("reports/bench"), "--out", help="Directory for bench.json, bench.md and "
                                                                  "latency.png."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON instead of the table."),
+    clients: int = typer.Option(32, "--clients", min=1, max=1000, help="--kind serve: concurrent clients."),
+    seconds: float = typer.Option(60.0, "--seconds", min=1, help="--kind serve: how long the load lasts."),
+    serve_url: str = typer.Option(None, "--serve-url", metavar="URL",
+                                  help="--kind serve: load this running `synkqa serve` instead of starting one."),
 ) -> None:
     """Run the same programs on every engine and print one table (also JSON, Markdown and a plot).
 
@@ -53,8 +58,10 @@ def bench(
 
     if kind == "kqapro":
         return _bench_kqapro(scale, engines, n, seed, out, json_output)
+    if kind == "serve":
+        return _bench_serve(serve_url, clients, seconds, workers, seed, out, json_output)
     if kind != "synkqa":
-        raise typer.BadParameter(f"--kind is synkqa or kqapro, not {kind!r}")
+        raise typer.BadParameter(f"--kind is synkqa, kqapro or serve, not {kind!r}")
     from evaluation import bench as lib
 
     config = lib.BenchConfig(
@@ -134,4 +141,33 @@ def _bench_kqapro(scale: str, engines: str, n: int, seed: int, out: Path, json_o
     bad = [e for run in result["runs"] for e, v in run["report"]["engines"].items() if v["disagree"] or v["errors"]]
     if bad:
         stderr.print(f"error: engines disagree or fail: {', '.join(sorted(set(bad)))}")
+        raise typer.Exit(1)
+
+
+def _bench_serve(url, clients: int, seconds: float, workers: int, seed: int, out: Path, json_output: bool) -> None:
+    from rich.table import Table
+
+    from evaluation.bench.serve import run_load
+
+    report = run_load(url, clients=clients, seconds=seconds, workers=workers, seed=seed, out=out,
+                      log=lambda m: stderr.print(m))
+    if json_output:
+        print_json(report)
+    else:
+        table = Table(title=f"synkqa serve under load: {report['clients']} clients for {report['seconds']} s, "
+                            f"{report['workers']} workers", show_lines=False)
+        for column in ("requests", "per second", "p50 ms", "p99 ms"):
+            table.add_column(column, justify="right")
+        table.add_column("type", justify="left")
+        for kind in ("program", "sparql"):
+            row = report[kind]
+            table.add_row(str(row["requests"]), str(row["per_second"]), str(row["p50_ms"]), str(row["p99_ms"]), kind)
+        stdout.print(table)
+        memory = report["memory_mb"]
+        stdout.print(f"errors: {report['errors']} of {report['requests']} requests; memory (server + workers): "
+                     f"{memory['first_10s_max']} MB in the first 10 s, {memory['last_10s_max']} MB in the last 10 s, "
+                     f"max {memory['max']} MB; written: {out / 'serve-load.json'}")
+        for failure in report["failures"]:
+            stderr.print(f"failure: {failure}")
+    if report["errors"]:
         raise typer.Exit(1)
