@@ -102,21 +102,59 @@ class DeadlineWorker:
         self.started += 1
 
     def call(self, name: str, *args: Any) -> Any:
+        connection = self._send(name, args)
+        try:
+            ready = connection is None or connection.poll(self.timeout)
+        except (BrokenPipeError, EOFError, OSError):
+            ready = True                  # the worker is gone: recv below says how
+        if not ready:
+            self._late()
+        return self._receive()
+
+    async def acall(self, name: str, *args: Any) -> Any:
+        """:meth:`call` for an asyncio event loop: waits for the reply without a thread."""
+        import asyncio
+
+        connection = self._send(name, args)
+        if connection is not None:
+            loop = asyncio.get_running_loop()
+            ready = loop.create_future()
+            fd = connection.fileno()
+            loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+            try:
+                await asyncio.wait_for(ready, self.timeout)
+            except asyncio.TimeoutError:
+                loop.remove_reader(fd)
+                self._late()
+            finally:
+                if self._connection is connection:
+                    loop.remove_reader(fd)
+                    # uvloop leaves the fd non-blocking: a reply larger than the pipe's buffer
+                    # would then fail half-read instead of waiting for its rest.
+                    os.set_blocking(fd, True)
+        return self._receive()
+
+    def _send(self, name: str, args: tuple):
+        """Send one request; the connection, or ``None`` if the worker is already gone."""
         if name not in self.operations:
             raise KeyError(name)
         if self._process is None:
             self._start()
+        try:
+            self._connection.send((name, args))
+        except (BrokenPipeError, EOFError, OSError):
+            return None
+        return self._connection
+
+    def _late(self) -> None:
+        self._kill()
+        raise ExecutionTimeout(f"{self.what} exceeded the time limit of {self.timeout:g} s (stopped; {self.hint})")
+
+    def _receive(self) -> Any:
         connection = self._connection
         try:
-            connection.send((name, args))
-            ready = connection.poll(self.timeout)
-        except (BrokenPipeError, EOFError, OSError):
-            ready = True                  # the worker is gone: recv below says how
-        if not ready:
-            self._kill()
-            raise ExecutionTimeout(f"{self.what} exceeded the time limit of {self.timeout:g} s "
-                                   f"(stopped; {self.hint})")
-        try:
+            if connection is None:
+                raise EOFError
             status, value = connection.recv()
         except (EOFError, OSError):
             code = self._reap()

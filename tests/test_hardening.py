@@ -123,3 +123,28 @@ def test_deadline_worker_reports_a_crashed_worker_and_replaces_it():
         with pytest.raises(ExecutionError, match="killed by SIGSEGV"):
             worker.call("crash")
         assert worker.call("square", 8) == 64 and worker.started == 2
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_deadline_worker_async_calls_big_replies_and_timeouts(loop):
+    import asyncio
+    import time
+
+    from kopl2sparql.errors import ExecutionTimeout
+    from store.deadline import DeadlineWorker
+
+    def big(n):
+        return "x" * n
+
+    async def main():
+        with DeadlineWorker({"big": big, "sleep": time.sleep}, timeout=1) as worker:
+            assert await worker.acall("big", 5_000_000) == "x" * 5_000_000    # many pipe buffers
+            with pytest.raises(ExecutionTimeout, match="time limit of 1 s"):
+                await worker.acall("sleep", 30)
+            assert await worker.acall("big", 3) == "xxx" and worker.started == 2
+
+    if loop == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        uvloop.run(main())
+    else:
+        asyncio.run(main())

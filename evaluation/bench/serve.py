@@ -1,5 +1,7 @@
 """``synkqa bench --kind serve``: a bounded load test of ``synkqa serve`` on loopback.
 
+First one client sends template programs (the benchmark's test-split sampling) one at a
+time, for the latency of one program over HTTP per backend. Then
 ``clients`` concurrent clients (asyncio + httpx, one process) send requests for ``seconds``:
 half program executions (``POST /api/execute`` with random well-typed programs on the
 Oxigraph backend, cross-checked against native) and half SPARQL queries (``GET /sparql``).
@@ -139,8 +141,74 @@ async def _load(url: str, pid: int | None, programs: list[str], clients: int, se
                           "max": max((m for _, m in memory), default=None), "samples": memory}}
 
 
+def _template_programs(n: int, seed: int) -> list[str]:
+    """``n`` programs of the benchmark's templates (the test split's sampling, slots filled
+    from the KB; nothing is executed or written)."""
+    from synkqa.benchmark.dataset import KBEntities, sample_split
+    from synkqa.benchmark.world import open_store
+    return [draft.kopl for draft in sample_split(KBEntities.from_store(open_store(42, 1)), "test", 42, n)]
+
+
+def _latency(url: str, programs: list[str], requests: int) -> dict:
+    """One client, one request at a time: the latency of a template program over HTTP per
+    backend (with and without the cross-check), and of a one-pattern SPARQL query.
+
+    The client is the standard library's keep-alive ``http.client`` (a few µs per request),
+    so the figures are the server's, not a client library's."""
+    import http.client
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+
+    def post(body: dict) -> tuple[int, dict]:
+        connection.request("POST", "/api/execute", json.dumps(body), {"Content-Type": "application/json"})
+        reply = connection.getresponse()
+        return reply.status, json.loads(reply.read())
+
+    def get(path: str) -> int:
+        connection.request("GET", path)
+        reply = connection.getresponse()
+        reply.read()
+        return reply.status
+
+    out = {}
+    try:
+        cases = [("native", False, True), ("native", True, True), ("oxigraph", False, True),
+                 ("oxigraph", True, True), ("oxigraph", False, False)]
+        for backend, cross, trace in cases:
+            request = {"backend": backend, "cross_check": cross, "trace": trace}
+            for program in programs[:20]:                  # warm-up: caches, the connection
+                post({"program": program, **request})
+            http_ms, server_ms = [], []
+            for i in range(requests):
+                program = programs[i % len(programs)]
+                begin = time.perf_counter()
+                status, body = post({"program": program, **request})
+                http_ms.append(1000 * (time.perf_counter() - begin))
+                if status != 200 or body["error"] is not None:
+                    raise RuntimeError(f"{program}: {status} {body['error']}")
+                server_ms.append(1000 * body["total_seconds"])
+            out[f"{backend}{' + cross-check' if cross else ''}{'' if trace else ', answer only (no trace)'}"] = {
+                "p50_ms": round(statistics.median(http_ms), 3), "p99_ms": round(_percentile(http_ms, 0.99), 3),
+                "server_p50_ms": round(statistics.median(server_ms), 3)}
+        path = "/sparql?query=" + quote(QUERIES[1])
+        http_ms = []
+        for i in range(requests + 20):
+            begin = time.perf_counter()
+            if get(path) != 200:
+                raise RuntimeError(f"{QUERIES[1]}: not answered")
+            if i >= 20:
+                http_ms.append(1000 * (time.perf_counter() - begin))
+        out["sparql (one pattern)"] = {"p50_ms": round(statistics.median(http_ms), 3),
+                                       "p99_ms": round(_percentile(http_ms, 0.99), 3), "server_p50_ms": None}
+    finally:
+        connection.close()
+    return out
+
+
 def run_load(url: str | None = None, clients: int = 32, seconds: float = 60.0, workers: int = 2,
-             programs: int = 200, seed: int = 0, out: Path | None = None,
+             programs: int = 200, seed: int = 0, out: Path | None = None, latency_requests: int = 500,
              log: Callable[[str], None] = lambda m: None) -> dict:
     """Load ``url`` (or a server started here on the SynKQA-Pro KB, scale 1) and report."""
     from kopl2sparql.sampling import random_programs
@@ -167,8 +235,11 @@ def run_load(url: str | None = None, clients: int = 32, seconds: float = 60.0, w
             log(f"starting synkqa serve ({workers} workers)")
             process, url = _start_server(workers, Path(tmp) / "serve.log")
         try:
+            log(f"one client, {latency_requests} requests per backend: template programs over HTTP")
+            latency = _latency(url.rstrip("/"), _template_programs(500, seed), latency_requests)
             log(f"{clients} clients for {seconds:g} s against {url}")
             report = asyncio.run(_load(url.rstrip("/"), process.pid if process else None, texts, clients, seconds))
+            report["latency"] = latency
         finally:
             if process is not None:
                 process.send_signal(signal.SIGINT)

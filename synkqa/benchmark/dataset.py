@@ -31,16 +31,20 @@ byte-identical files.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+import math
 import os
 import random
+import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -49,6 +53,7 @@ import orjson
 from ontology import paper
 from kopl2sparql.answer import Answer, format_number
 from kopl2sparql.compiler import compile_program
+from kopl2sparql.dialects import PORTABLE
 from kopl2sparql.errors import (DatasetError, EngineDisagreement, ExecutionError, ProgramError, safe_text,
                                 unknown_name_message)
 from kopl2sparql.kqapro import to_kqapro
@@ -220,6 +225,11 @@ def _sample_slots(t: Template, kb: KBEntities, persons: Sequence[str], rng: rand
 
 def sample_split(kb: KBEntities, split: str, seed: int = 42, size: int | None = None) -> list[Draft]:
     """Draw the questions of one split (templates by weight, then slots), deterministically."""
+    return list(_iter_split(kb, split, seed, size))
+
+
+def _iter_split(kb: KBEntities, split: str, seed: int = 42, size: int | None = None) -> Iterator[Draft]:
+    """:func:`sample_split`'s questions one by one (the build hands them out as they come)."""
     _check_split(split)
     size = SPLIT_SIZES[split] if size is None else size
     rng = random.Random(f"synkqa-{seed}-{split}-questions")
@@ -227,22 +237,111 @@ def sample_split(kb: KBEntities, split: str, seed: int = 42, size: int | None = 
     drawn = rng.choices(items, weights=[t.weight for t in items], k=size)
     # People who can anchor the constructive templates (all of them in the generated KB).
     persons = tuple(p for p in kb.names["Person"] if p in kb.employer)
-    return [Draft(split, i, t, _sample_slots(t, kb, persons, rng), _paraphrase_for(split, i))
-            for i, t in enumerate(drawn)]
+    for i, t in enumerate(drawn):
+        yield Draft(split, i, t, _sample_slots(t, kb, persons, rng), _paraphrase_for(split, i))
 
 
 # ---- options -------------------------------------------------------------------------------
 
-def _numeric_distractors(gold: str, rng: random.Random) -> list[str]:
+# The options are drawn once per question, 120,000 times a build, and Random.sample and
+# Random.shuffle spend most of their time in a Python-level call per random number. For a
+# plain ``random.Random`` (whose numbers come from ``getrandbits``) these two do what
+# CPython's do, with the same calls to ``getrandbits`` in the same order, so they draw the
+# same options from the same stream. :func:`_fast_random_ok` checks that against the
+# running Python's own functions once; on any difference, or for another generator class,
+# the stdlib functions are used.
+
+def _sample(rng: random.Random, population: Sequence, k: int) -> list:
+    """``rng.sample(population, k)``."""
+    if type(rng) is not random.Random or not _fast_random_ok():
+        return rng.sample(population, k)
+    return _fast_sample(rng.getrandbits, population, k)
+
+
+def _shuffle(rng: random.Random, x: list) -> None:
+    """``rng.shuffle(x)``."""
+    if type(rng) is not random.Random or not _fast_random_ok():
+        rng.shuffle(x)
+        return
+    _fast_shuffle(rng.getrandbits, x)
+
+
+def _fast_sample(getrandbits, population: Sequence, k: int) -> list:
+    n = len(population)
+    if not 0 <= k <= n:
+        raise ValueError("Sample larger than population or is negative")
+    result = [None] * k
+    setsize = 21                                 # CPython's choice between its two methods
+    if k > 5:
+        setsize += 4 ** math.ceil(math.log(k * 3, 4))
+    if n <= setsize:
+        pool = list(population)
+        for i in range(k):
+            m = n - i                            # randbelow(m): draw bit_length(m) bits until < m
+            bits = m.bit_length()
+            j = getrandbits(bits)
+            while j >= m:
+                j = getrandbits(bits)
+            result[i] = pool[j]
+            pool[j] = pool[m - 1]
+    else:
+        selected: set[int] = set()
+        bits = n.bit_length()
+        for i in range(k):
+            j = getrandbits(bits)                # randbelow(n), again while already selected
+            while j >= n or j in selected:
+                j = getrandbits(bits)
+            selected.add(j)
+            result[i] = population[j]
+    return result
+
+
+def _fast_shuffle(getrandbits, x: list) -> None:
+    for i in range(len(x) - 1, 0, -1):
+        m = i + 1
+        bits = m.bit_length()
+        j = getrandbits(bits)
+        while j >= m:
+            j = getrandbits(bits)
+        x[i], x[j] = x[j], x[i]
+
+
+_FAST_RANDOM: list[bool] = []
+
+
+def _fast_random_ok() -> bool:
+    """Whether :func:`_fast_sample` and :func:`_fast_shuffle` match this Python's
+    ``Random.sample`` and ``Random.shuffle`` (both methods of sample, the draws after them)."""
+    if not _FAST_RANDOM:
+        ok = True
+        for n, k in ((20, 9), (120, 10), (1200, 10), (6000, 3), (85, 10), (86, 10), (10, 10), (5, 2)):
+            a, b = random.Random(f"check-{n}-{k}"), random.Random(f"check-{n}-{k}")
+            for _ in range(50):
+                x, y = list(range(10)), list(range(10))
+                a.shuffle(x)
+                _fast_shuffle(b.getrandbits, y)
+                ok = ok and x == y and a.sample(range(n), k) == _fast_sample(b.getrandbits, range(n), k)
+            ok = ok and a.random() == b.random()
+        _FAST_RANDOM.append(ok)
+    return _FAST_RANDOM[0]
+
+
+@lru_cache(maxsize=4096)
+def _numeric_pool(gold: str) -> tuple[str, ...]:
+    """The numbers within :data:`NUMERIC_RADIUS` units of ``gold`` (not itself, not negative)."""
     value = Decimal(gold)
     # One unit of the gold value's last digit: 1 for years and counts.
     unit = Decimal(1).scaleb(min(value.as_tuple().exponent, 0))
     pool = [value + k * unit for k in range(-NUMERIC_RADIUS, NUMERIC_RADIUS + 1)]
-    pool = [format_number(v) for v in pool if v >= 0 and v != value]
+    return tuple(format_number(v) for v in pool if v >= 0 and v != value)
+
+
+def _numeric_distractors(gold: str, rng: random.Random) -> list[str]:
+    pool = _numeric_pool(gold)
     # For a non-negative gold value k = 1..RADIUS are always there (at least ten members).
     if len(pool) < NUM_CHOICES - 1:
         raise DatasetError(f"cannot draw {NUM_CHOICES - 1} non-negative neighbours of {gold}")
-    return rng.sample(pool, NUM_CHOICES - 1)
+    return _sample(rng, pool, NUM_CHOICES - 1)
 
 
 def _entity_distractors(values: tuple[str, ...], kb: KBEntities, rng: random.Random) -> list[str]:
@@ -253,12 +352,12 @@ def _entity_distractors(values: tuple[str, ...], kb: KBEntities, rng: random.Ran
     gold, size = "|".join(values), len(values)
     if size == 1:
         # Nine other entities of the class: one draw of ten, minus the gold one if drawn.
-        return [name for name in rng.sample(pool, NUM_CHOICES) if name != gold][:NUM_CHOICES - 1]
+        return [name for name in _sample(rng, pool, NUM_CHOICES) if name != gold][:NUM_CHOICES - 1]
     found: list[str] = []
     seen = {gold}
     while len(found) < NUM_CHOICES - 1:
         # Same-length lists in the canonical form of answers (names sorted, joined by |).
-        candidate = "|".join(sorted(rng.sample(pool, size)))
+        candidate = "|".join(sorted(_sample(rng, pool, size)))
         if candidate not in seen:
             seen.add(candidate)
             found.append(candidate)
@@ -286,7 +385,7 @@ def make_choices(answer: Answer, kb: KBEntities, rng: random.Random) -> list[str
         choices = [gold, *_entity_distractors(answer.values, kb, rng)]
     else:  # pragma: no cover - Answer.kind is a closed set
         raise DatasetError(f"unknown answer kind {answer.kind!r}")
-    rng.shuffle(choices)
+    _shuffle(rng, choices)
     return choices
 
 
@@ -298,16 +397,21 @@ class GoldEngines:
     :meth:`run` returns the program's KQA Pro form, its SPARQL text and the answer both
     engines agree on, or raises :class:`EngineDisagreement` naming the program and both
     answers (an error on one side and an answer on the other is a disagreement too).
+    :meth:`run_many` does the same for many distinct questions at once (what :func:`build`
+    uses): every program still runs on both engines, the SPARQL side batched (programs of
+    one template share a query, their entities bound by ``VALUES``: ``SparqlExecutor.execute_many``).
 
     Per-skeleton caching (why the build takes seconds, not minutes): the first instance of
     each template with pairwise-distinct slot values is its *prototype*; it is parsed, type
     checked and converted to KQA Pro form once. Every later instance is the prototype with
-    entity names swapped in (steps, KQA Pro inputs): type checking depends only on the
-    slots' classes, which a template fixes. The SPARQL, recorded and executed, is the
-    compiler's own (compiled once per shape, the names substituted into its text). The
-    first renamed instance of every template and every :attr:`VERIFY_EVERY`-th question are
-    still parsed and converted from scratch and compared (a mismatch fails the build), and
-    the test suite compares a sample against ``to_kqapro``.
+    entity names swapped in (steps, KQA Pro inputs, and the KQA Pro list's JSON text): type
+    checking depends only on the slots' classes, which a template fixes. The SPARQL,
+    recorded and executed, is the compiler's own (compiled once per shape, the names
+    substituted into its text). The first renamed instance of every template and every
+    :attr:`VERIFY_EVERY`-th question are still parsed and converted from scratch and
+    compared (a mismatch fails the build), and the test suite compares a sample against
+    ``to_kqapro``. In :meth:`run_many` every :attr:`VERIFY_EVERY`-th program's query also
+    runs on its own, unbatched, and must give the batched outcome.
 
     Identical programs (the same question drawn twice) are executed once per engine and
     the answer reused: both engines are deterministic over a read-only KB.
@@ -322,12 +426,14 @@ class GoldEngines:
         self.kb = KBEntities.from_store(self.sparql.store)
         self._prototypes: dict[int, _Prototype] = {}
         self._answers: dict[str, Answer] = {}
+        self._portable: SparqlExecutor | None = None
         self.executed = 0          # distinct programs run on both engines
         self._count = 0
 
     def use_sparql_store(self, store) -> None:
         """Run the SPARQL side on another store (e.g. a modified copy of the KB)."""
         self.sparql = SparqlExecutor(store, self.sparql.schema, name="oxigraph")
+        self._portable = None
         self._answers.clear()
 
     def run(self, draft: Draft) -> tuple[list, str, Answer]:
@@ -349,15 +455,54 @@ class GoldEngines:
                     outcomes.append(exc)
             native, sparql = outcomes
             if not isinstance(native, Answer) or native != sparql:
-                raise EngineDisagreement(
-                    f"engines disagree on the gold program of {draft.id} ({draft.template.name}):\n"
-                    f"  program: {draft.kopl}\n"
-                    f"  native:  {_show(native)}\n"
-                    f"  sparql:  {_show(sparql)}\n"
-                    f"  query:\n{compiled.sparql}")
+                raise _disagreement(draft, native, sparql, compiled.sparql)
             answer = self._answers[draft.kopl] = native
             self.executed += 1
         return instance.kqapro(), compiled.sparql, answer
+
+    def run_many(self, drafts: Sequence[Draft]) -> list[tuple[Answer, bytes, str]]:
+        """``(answer, kqapro_json, sparql)`` for each of ``drafts``, distinct questions (the
+        caller removes repeats), in order; ``kqapro_json`` is ``orjson.dumps`` of the KQA
+        Pro list :meth:`run` returns.
+
+        Both engines run every program: the native interpreter one by one, SPARQL batched
+        per template on the portable queries the dataset records.
+
+        :raises EngineDisagreement: at the first question (in order) whose engines differ.
+        """
+        instances = [self._instance(d) for d in drafts]
+        programs = [i.program() for i in instances]
+        native = self.native.execute_many(programs)
+        sparql_engine = self._portable_executor()
+        sparql = sparql_engine.execute_many(programs)
+        schema = self.sparql.schema
+        out = []
+        for n, (draft, instance, program, a, b) in enumerate(zip(drafts, instances, programs, native, sparql)):
+            compiled = compile_program(program, schema)       # cached: what execute_many ran, batched
+            if n % self.VERIFY_EVERY == 0:
+                try:
+                    single = sparql_engine.run_compiled(compiled)
+                except (ExecutionError, ProgramError) as exc:
+                    single = exc
+                if not _same_outcome(single, b):
+                    raise EngineDisagreement(
+                        f"the batched and the single SPARQL query disagree on {draft.id} "
+                        f"({draft.template.name}):\n  program: {draft.kopl}\n  batched: {_show(b)}\n"
+                        f"  single:  {_show(single)}\n  query:\n{compiled.sparql}")
+            if not isinstance(a, Answer) or a != b:
+                raise _disagreement(draft, a, b, compiled.sparql)
+            out.append((a, instance.kqapro_json(), compiled.sparql))
+        self.executed += len(out)
+        return out
+
+    def _portable_executor(self) -> SparqlExecutor:
+        """The SPARQL side compiling the portable dialect: the queries the dataset records."""
+        if self._portable is None:
+            if self.sparql.dialect == PORTABLE:
+                self._portable = self.sparql
+            else:
+                self._portable = SparqlExecutor(self.sparql.store, self.sparql.schema, name=self.sparql.name)
+        return self._portable
 
     def _instance(self, draft: Draft) -> "_Instance":
         self._count += 1
@@ -366,6 +511,7 @@ class GoldEngines:
         if proto is None:
             program = parse(draft.kopl)
             typecheck(program, self.sparql.schema)
+            program = Program(tuple(Step(s.op, s.args) for s in program.steps))    # no spans
             proto = _Prototype(values, program, to_kqapro(program))
             if len(set(values)) == len(values):
                 self._prototypes[draft.template.id] = proto
@@ -377,10 +523,28 @@ class GoldEngines:
         # than by chance.
         if proto.uses == 1 or self._count % self.VERIFY_EVERY == 0:
             program = parse(draft.kopl)
-            if (program, to_kqapro(program)) != (made.program(), made.kqapro()):
+            kqapro = to_kqapro(program)
+            if ((program, kqapro) != (made.program(), made.kqapro())
+                    or orjson.dumps(kqapro) != made.kqapro_json()):
                 raise DatasetError(f"per-skeleton cache diverged from a fresh parse on {draft.kopl} "
                                    f"(template {draft.template.name}); this is a bug in synkqa.benchmark.dataset")
         return made
+
+
+def _disagreement(draft: Draft, native, sparql, query: str) -> EngineDisagreement:
+    return EngineDisagreement(
+        f"engines disagree on the gold program of {draft.id} ({draft.template.name}):\n"
+        f"  program: {draft.kopl}\n"
+        f"  native:  {_show(native)}\n"
+        f"  sparql:  {_show(sparql)}\n"
+        f"  query:\n{query}")
+
+
+def _same_outcome(a, b) -> bool:
+    """Two outcomes of one program agree: equal answers, or errors of the same kind."""
+    if isinstance(a, Answer) or isinstance(b, Answer):
+        return a == b
+    return type(a) is type(b)
 
 
 def _show(outcome) -> str:
@@ -396,11 +560,22 @@ class _Swap:
         self.names = dict(zip(old, new))
 
     def program(self, program: Program) -> Program:
-        return Program(tuple(Step(s.op, tuple(self.names.get(a, a) for a in s.args)) for s in program.steps))
+        names = self.names
+        steps = []
+        for s in program.steps:
+            args = s.args
+            # Steps without a renamed argument are shared with the prototype (Steps are frozen).
+            steps.append(Step(s.op, tuple([names.get(a, a) for a in args]))
+                         if any(a in names for a in args) else s)
+        return Program(tuple(steps))
 
     def kqapro(self, steps: list) -> list:
         return [{"function": f["function"], "inputs": [self.names.get(a, a) for a in f["inputs"]],
                  "dependencies": list(f["dependencies"])} for f in steps]
+
+
+_HOLE = re.compile(rb'"\\u0000([0-9]+)\\u0000"')
+"""A slot in a prototype's KQA Pro JSON: the string ``"\\0<k>\\0"`` as orjson escapes it."""
 
 
 @dataclass
@@ -408,9 +583,26 @@ class _Prototype:
     """One parsed instance of a template, from which later instances are renamed."""
 
     values: tuple[str, ...]
-    program: Program
+    program: Program            # without spans, so its steps can be shared
     kqapro: list
     uses: int = 0
+    _json: tuple | None = None
+
+    def kqapro_json(self, values: tuple[str, ...]) -> bytes:
+        """``orjson.dumps`` of the KQA Pro list renamed to ``values``, by splicing the names
+        into the JSON text of the list renamed to placeholders (strings no KoPL argument
+        contains, so every hole is an input that was one of the prototype's names)."""
+        if self._json is None:
+            holes = tuple(f"\0{k}\0" for k in range(len(self.values)))
+            raw = orjson.dumps(_Swap(self.values, holes).kqapro(self.kqapro))
+            parts = _HOLE.split(raw)
+            self._json = tuple(parts[0::2]), tuple(int(k) for k in parts[1::2])
+        pieces, slots = self._json
+        out = [pieces[0]]
+        for slot, piece in zip(slots, pieces[1:]):
+            out.append(orjson.dumps(values[slot]))
+            out.append(piece)
+        return b"".join(out)
 
 
 @dataclass(frozen=True)
@@ -425,6 +617,12 @@ class _Instance:
 
     def kqapro(self) -> list:
         return self.swap.kqapro(self.proto.kqapro)
+
+    def kqapro_json(self) -> bytes:
+        proto = self.proto
+        if len(set(proto.values)) != len(proto.values):     # not a registered prototype: plainly
+            return orjson.dumps(self.kqapro())
+        return proto.kqapro_json(tuple(self.swap.names[v] for v in proto.values))
 
 
 # ---- building the files -------------------------------------------------------------------
@@ -453,17 +651,141 @@ def _line(record: dict) -> bytes:
     return orjson.dumps(record) + b"\n"
 
 
+# A line is written in two parts, which concatenated are exactly ``_line(_record(...))``
+# (compact JSON of a dict is its members' JSON, in order, between braces): the start, from
+# the id to the options, depends on the question; the tail, from the answer on, only on
+# the program (template and slot values), so it is made once per distinct program, by the
+# process that executed it. The test suite compares the two ways on a build.
+
+def _line_start(draft: Draft, choices: list[str]) -> bytes:
+    """``{"id":…,"split":…,"question":…,"choices":[…]`` (no closing brace)."""
+    return orjson.dumps({"id": draft.id, "split": draft.split, "question": draft.question,
+                         "choices": choices})[:-1]
+
+
+def _tail(draft: Draft, answer: Answer, kqapro_json: bytes, sparql: str) -> bytes:
+    """``,"answer":…,"hops":…}`` and the newline: the rest of the line after the options."""
+    t = draft.template
+    fixed = orjson.dumps({"template_id": t.id, "template": t.name, "reasoning": t.reasoning, "hops": t.hops})
+    return b"".join((b',"answer":', orjson.dumps(answer.canonical()), b',"kopl":', orjson.dumps(draft.kopl),
+                     b',"program":', kqapro_json, b',"sparql":', orjson.dumps(sparql), b",", fixed[1:], b"\n"))
+
+
+Gold = tuple[Answer, bytes]
+"""What a distinct program contributes to its records: the agreed answer and the line's tail."""
+
+
+def _gold(engines: "GoldEngines", drafts: list[Draft]) -> list[Gold]:
+    """Execute distinct questions on both engines (:meth:`GoldEngines.run_many`)."""
+    if not drafts:
+        return []
+    return [(answer, _tail(d, answer, kqapro_json, sparql))
+            for d, (answer, kqapro_json, sparql) in zip(drafts, engines.run_many(drafts))]
+
+
+CHUNK = 2000
+"""Questions per unit of work: each chunk's new programs go to one worker together (SPARQL
+batches are per chunk), and its lines are written as soon as they are back."""
+
+MAX_WORKERS = 4
+"""Worker processes at most (each holds its own compiler caches)."""
+
+_WORKER_ENGINES: "GoldEngines | None" = None    # a worker's engines: inherited through fork, never pickled
+
+
+def _forked_gold(drafts: list[Draft]) -> list[Gold]:
+    return _gold(_WORKER_ENGINES, drafts)
+
+
+def _worker_init(parent: int, engines: "GoldEngines") -> None:
+    import signal
+    import sys
+
+    global _WORKER_ENGINES
+    _WORKER_ENGINES = engines
+    # Ctrl-C is the parent's to handle (it stops the pool); a worker would only add a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        # A parent killed outright (SIGKILL, SIGTERM) takes its workers with it at once,
+        # rather than leaving them to finish a chunk and fail on the closed pipe.
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:                               # it died before the prctl
+        os._exit(1)
+
+
+def _default_workers() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:                       # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_WORKERS))
+
+
+class _Workers:
+    """Runs :func:`_gold` on chunks of questions, in forked processes that share the engines
+    (and the KB) copy-on-write, or here when there is one worker, no ``fork`` or this is a
+    daemon process (which may not have children). Results come back in chunk order; a
+    worker that dies (killed, out of memory) fails the build with a :class:`DatasetError`."""
+
+    def __init__(self, engines: "GoldEngines", workers: int):
+        self.engines, self.workers, self.pool = engines, workers, None
+
+    def __enter__(self) -> "_Workers":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        if (self.workers > 1 and "fork" in multiprocessing.get_all_start_methods()
+                and not multiprocessing.current_process().daemon):
+            # With fork the initializer's arguments reach the workers by inheritance.
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                            initializer=_worker_init, initargs=(os.getpid(), self.engines))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)   # on an error the queued chunks are dropped
+            self.pool = None
+
+    def submit(self, drafts: list[Draft]):
+        """Queue one chunk's new questions; :meth:`result` gives their :data:`Gold`. With
+        workers they start at once (the workers run ahead of the caller); without, they
+        are executed when their result is asked for."""
+        return drafts if self.pool is None else self.pool.submit(_forked_gold, drafts)
+
+    def result(self, handle) -> list[Gold]:
+        if self.pool is None:
+            return _gold(self.engines, handle)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            result = handle.result()
+        except BrokenProcessPool:
+            raise DatasetError("a worker process of the dataset build died (killed, or out of memory?); "
+                               "nothing was written") from None
+        self.engines.executed += len(result)          # the workers' counts stay in the workers
+        return result
+
+
 Progress = Callable[[str, int, int], None]
 """``progress(split, done, total)``, called every few hundred questions."""
 
 
 def build(seed: int = 42, out: Path | None = None, progress: Progress | None = None,
-          sizes: dict[str, int] | None = None, engines: GoldEngines | None = None) -> Path:
+          sizes: dict[str, int] | None = None, engines: GoldEngines | None = None,
+          workers: int | None = None) -> Path:
     """Generate the three splits and write them atomically; returns the directory.
 
     The files appear together: they are written beside their final names and renamed only
     after every question of every split has been executed on both engines, so a failed or
     interrupted build leaves an earlier dataset untouched.
+
+    The programs are executed by ``workers`` forked processes (default: one per CPU, at
+    most :data:`MAX_WORKERS`), a chunk of questions at a time, while this process draws the
+    options and writes the lines in order; the files are the same for any number of workers.
 
     :param sizes: split sizes (default :data:`SPLIT_SIZES`); smaller sizes are for tests.
     :param engines: the gold engines (default: native and Oxigraph on the KB of ``seed``).
@@ -473,21 +795,59 @@ def build(seed: int = 42, out: Path | None = None, progress: Progress | None = N
     sizes = dict(SPLIT_SIZES if sizes is None else sizes)
     for split in sizes:
         _check_split(split)
+    with _gc_paused():
+        return _build(seed, out, progress, sizes, engines, workers)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while building: the build allocates millions of small
+    objects and makes almost no cycles, and collections walk every live object (the KB
+    index, the caches): without them a one-process build needs 40 % less CPU. Reference
+    counting still frees memory."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build(seed: int, out: Path, progress: Progress | None, sizes: dict[str, int],
+           engines: "GoldEngines | None", workers: int | None) -> Path:
     engines = GoldEngines(seed) if engines is None else engines
     kb = engines.kb
+    workers = _default_workers() if workers is None else max(1, workers)
+    if sum(sizes.values()) < 2 * CHUNK:
+        workers = 1                                  # a pool costs more than it saves
     manifest = {"format_version": FORMAT_VERSION, "seed": seed, "templates_sha256": templates_digest(),
                 "splits": {}}
     with ExitStack() as stack:
+        runner = stack.enter_context(_Workers(engines, workers))
         # The manifest is entered first so that it is renamed last: a complete manifest
         # means complete split files.
         manifest_tmp = stack.enter_context(paths.atomic_path(out / "manifest.json"))
         temporaries = [manifest_tmp]
+        # Every split's questions are drawn and queued first, a chunk at a time, so the
+        # workers start on the first chunk at once and go on to the next split while this
+        # process writes the current one. A program is executed in the chunk where it first
+        # occurs (in file order: train, validation, test).
+        seen: set[tuple] = set()
+        plans = []
         for split in SPLITS:
             if split not in sizes:
                 continue
+            drafts: list[Draft] = []
+            chunks = [(start, end, new, runner.submit(new))
+                      for start, end, new in _chunks(_iter_split(kb, split, seed, sizes[split]), seen, drafts)]
+            plans.append((split, drafts, chunks))
+        known: dict[tuple, Gold] = {}
+        for split, drafts, chunks in plans:
             tmp = stack.enter_context(paths.atomic_path(out / f"{split}.jsonl"))
             temporaries.append(tmp)
-            manifest["splits"][split] = _write_split(tmp, split, kb, engines, seed, sizes[split], progress)
+            manifest["splits"][split] = _write_split(tmp, split, kb, seed, drafts, chunks, runner, known,
+                                                     progress)
         manifest_tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         for tmp in temporaries:
             # mkstemp creates 0600 files; a dataset is meant to be read by others.
@@ -495,21 +855,55 @@ def build(seed: int = 42, out: Path | None = None, progress: Progress | None = N
     return out
 
 
-def _write_split(path: Path, split: str, kb: KBEntities, engines: "GoldEngines", seed: int,
-                 size: int, progress: Progress | None) -> dict:
-    drafts = sample_split(kb, split, seed, size)
+def _key(draft: Draft) -> tuple:
+    """Questions with one key have one program (the kopl text is the template's skeleton
+    filled with the slots)."""
+    return draft.template.id, draft.slots
+
+
+def _chunks(drafts: Iterable[Draft], seen: set[tuple], into: list[Draft]
+            ) -> Iterator[tuple[int, int, list[Draft]]]:
+    """``(start, end, new)`` per :data:`CHUNK` questions, appended to ``into`` as they are
+    drawn: ``new`` are the questions of ``into[start:end]`` whose program is not in ``seen``
+    (nor earlier in the chunk); ``seen`` gets them."""
+    new: list[Draft] = []
+    start = len(into)
+    for draft in drafts:
+        into.append(draft)
+        key = _key(draft)
+        if key not in seen:
+            seen.add(key)
+            new.append(draft)
+        if len(into) - start == CHUNK:
+            yield start, len(into), new
+            new, start = [], len(into)
+    if len(into) > start:
+        yield start, len(into), new
+
+
+def _write_split(path: Path, split: str, kb: KBEntities, seed: int, drafts: list[Draft],
+                 chunks: list[tuple], runner: _Workers, known: dict[tuple, Gold],
+                 progress: Progress | None) -> dict:
+    """Write one split's lines in order as the chunks' results come in: the options are
+    drawn here, in question order, from the split's option stream."""
     rng = random.Random(f"synkqa-{seed}-{split}-choices")
     digest = hashlib.sha256()
     n_bytes = 0
+    size = len(drafts)
     with open(path, "wb") as fh:
-        for i, draft in enumerate(drafts):
-            program, sparql, answer = engines.run(draft)
-            line = _line(_record(draft, program, sparql, answer.canonical(), make_choices(answer, kb, rng)))
-            fh.write(line)
-            digest.update(line)
-            n_bytes += len(line)
-            if progress is not None and (i % 500 == 499 or i == size - 1):
-                progress(split, i + 1, size)
+        for start, end, new, handle in chunks:
+            known.update(zip(map(_key, new), runner.result(handle)))
+            lines = []
+            for i in range(start, end):
+                draft = drafts[i]
+                answer, tail = known[_key(draft)]
+                lines.append(_line_start(draft, make_choices(answer, kb, rng)) + tail)
+                if progress is not None and (i % 500 == 499 or i == size - 1):
+                    progress(split, i + 1, size)
+            block = b"".join(lines)
+            fh.write(block)
+            digest.update(block)
+            n_bytes += len(block)
     return {"file": f"{split}.jsonl", "questions": size, "bytes": n_bytes, "sha256": digest.hexdigest()}
 
 

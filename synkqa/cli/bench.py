@@ -163,6 +163,13 @@ def _bench_serve(url, clients: int, seconds: float, workers: int, seed: int, out
             row = report[kind]
             table.add_row(str(row["requests"]), str(row["per_second"]), str(row["p50_ms"]), str(row["p99_ms"]), kind)
         stdout.print(table)
+        latency = Table(title="one client, one template program at a time (HTTP round trip)", show_lines=False)
+        for column in ("p50 ms", "p99 ms", "server p50 ms"):
+            latency.add_column(column, justify="right")
+        latency.add_column("request", justify="left")
+        for name, row in report["latency"].items():
+            latency.add_row(str(row["p50_ms"]), str(row["p99_ms"]), str(row["server_p50_ms"] or "–"), name)
+        stdout.print(latency)
         memory = report["memory_mb"]
         stdout.print(f"errors: {report['errors']} of {report['requests']} requests; memory (server + workers): "
                      f"{memory['first_10s_max']} MB in the first 10 s, {memory['last_10s_max']} MB in the last 10 s, "

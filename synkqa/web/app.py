@@ -141,10 +141,12 @@ def create_app(workbench: Workbench) -> Starlette:
         data = await _json_body(request)
         program = _string_field(data, "program")
         backend = _string_field(data, "backend", "native")
-        cross_check = data.get("cross_check", True)
-        if not isinstance(cross_check, bool):
-            raise HTTPProblem(400, "bad request", "field 'cross_check' must be true or false")
-        result = await run_in_threadpool(workbench.execute, program, backend, cross_check)
+        flags = {}
+        for key in ("cross_check", "trace"):
+            flags[key] = data.get(key, True)
+            if not isinstance(flags[key], bool):
+                raise HTTPProblem(400, "bad request", f"field '{key}' must be true or false")
+        result = await workbench.execute(program, backend, flags["cross_check"], flags["trace"])
         status = 200
         if result["error"] is not None and result["error"]["kind"] in ("time limit", "busy"):
             status = 503
@@ -161,7 +163,7 @@ def create_app(workbench: Workbench) -> Starlette:
 
     async def sparql(request: Request) -> Response:
         query, requested = await _protocol_query(request)
-        result = await run_in_threadpool(workbench.sparql, query, requested, request.headers.get("accept"))
+        result = await workbench.sparql(query, requested, request.headers.get("accept"))
         headers = {"X-SPARQL-Rows": str(result.rows)}
         if result.truncated:
             headers["X-SPARQL-Truncated"] = f"row limit {workbench.settings.row_limit}"

@@ -12,7 +12,7 @@ completion are bounded by the program size and run in the server process.
 
 from __future__ import annotations
 
-import queue
+import asyncio
 import threading
 import time
 from bisect import bisect_left
@@ -123,9 +123,12 @@ class _SynKQA:
         return compile_program(program, self.schema, self.engines[backend if backend != "native" else "oxigraph"]
                                .dialect).sparql
 
-    def run(self, program, backend: str) -> tuple[str, str, list[dict]]:
+    def run(self, program, backend: str, trace: bool = True) -> tuple[str, str, list[dict] | None]:
         """(answer kind, canonical answer, steps) on ``backend``; the steps come from the same
         engine (on SPARQL engines every prefix of the program is a query of its own)."""
+        if not trace:
+            answer = self.engines[backend].execute(program)
+            return answer.kind, answer.canonical(), None
         steps = self.engines[backend].trace(program)
         last = steps[-1].value
         return last.kind, last.canonical(), [{"kind": s.value.kind, **_items(s.value.values)} for s in steps]
@@ -191,9 +194,12 @@ class _KQAPro:
         dialect = "portable" if backend == "endpoint" else "exists"
         return compile_program(program, self.kbmodel, dialect).sparql
 
-    def run(self, program, backend: str) -> tuple[str, str, list[dict]]:
+    def run(self, program, backend: str, trace: bool = True) -> tuple[str, str, list[dict] | None]:
         # Steps come from the native interpreter (a SPARQL query per step is not offered for
         # full KoPL); the answer from the chosen engine.
+        if not trace:
+            answer = self.engines[backend].run(program)
+            return answer.kind, answer.text, None
         answer, done = self.engines["native"].interpreter.trace(program, preview=ITEMS_SHOWN)
         if backend != "native":
             answer = self.engines[backend].run(program)
@@ -224,7 +230,7 @@ class _KQAPro:
 
 # ---- worker operations (run in the forked workers) -----------------------------------------------
 
-def _execute_op(language, text: str, backend: str, cross_check: bool) -> dict:
+def _execute_op(language, text: str, backend: str, cross_check: bool, trace: bool = True) -> dict:
     """Parse, check, compile and run one program; every failure is part of the result."""
     started = time.perf_counter()
     out: dict[str, Any] = {"program": None, "steps": None, "sparql": None, "answer": None, "kind": None,
@@ -241,7 +247,7 @@ def _execute_op(language, text: str, backend: str, cross_check: bool) -> dict:
     except SynKQAError as exc:          # a program the compiler does not cover: still runs natively
         out["sparql_error"] = str(exc)
     try:
-        out["kind"], out["answer"], out["trace"] = language.run(program, backend)
+        out["kind"], out["answer"], out["trace"] = language.run(program, backend, trace)
         out["seconds"] = round(time.perf_counter() - started, 6)
     except SynKQAError as exc:
         out["error"] = _error_json(exc)
@@ -301,24 +307,27 @@ class _Endpoint:
 # ---- the pool --------------------------------------------------------------------------------
 
 class WorkerPool:
-    """``size`` deadline workers; a call waits at most ``wait`` seconds for a free one."""
+    """``size`` deadline workers shared by the requests of one event loop; a call waits at
+    most ``wait`` seconds for a free worker (else :class:`Busy`)."""
 
     def __init__(self, operations: dict[str, Callable], size: int, timeout: float):
-        self._free: queue.Queue[DeadlineWorker] = queue.Queue()
         self.workers = [DeadlineWorker(operations, timeout) for _ in range(max(1, size))]
-        for worker in self.workers:
-            self._free.put(worker)
+        self._free: asyncio.Queue | None = None      # made in the serving loop, on first use
 
-    def call(self, name: str, *args, timeout: float, what: str, wait: float, hint: str = "") -> Any:
+    async def call(self, name: str, *args, timeout: float, what: str, wait: float, hint: str = "") -> Any:
+        if self._free is None:
+            self._free = asyncio.Queue()
+            for worker in self.workers:
+                self._free.put_nowait(worker)
         try:
-            worker = self._free.get(timeout=wait)
-        except queue.Empty:
+            worker = await asyncio.wait_for(self._free.get(), wait)
+        except asyncio.TimeoutError:
             raise Busy(f"all {len(self.workers)} workers stayed busy for {wait:g} s; try again") from None
         try:
             worker.timeout, worker.what, worker.hint = timeout, what, hint
-            return worker.call(name, *args)
+            return await worker.acall(name, *args)
         finally:
-            self._free.put(worker)
+            self._free.put_nowait(worker)
 
     def close(self) -> None:
         for worker in self.workers:
@@ -346,7 +355,7 @@ class Workbench:
                             for kind, pairs in language.vocabulary().items()}
         self._keys = {kind: [p[0].casefold() for p in pairs] for kind, pairs in self._vocabulary.items()}
         operations = {
-            "execute": lambda text, backend, cross: _execute_op(language, text, backend, cross),
+            "execute": lambda text, backend, cross, trace: _execute_op(language, text, backend, cross, trace),
             "sparql": lambda query, media, accept, limit: _sparql_op(language, endpoint, query, media,
                                                                       accept, limit),
         }
@@ -425,14 +434,15 @@ class Workbench:
 
     # ---- running things -----------------------------------------------------------------------
 
-    def execute(self, text: str, backend: str = "native", cross_check: bool = True) -> dict:
+    async def execute(self, text: str, backend: str = "native", cross_check: bool = True,
+                      trace: bool = True) -> dict:
         if backend not in self.backends:
             raise ConfigError(f"unknown backend {safe_text(backend, 60)!r}; this server has "
                               + ", ".join(self.backends))
         s = self.settings
         started = time.perf_counter()
         try:
-            out = self.pool.call("execute", text, backend, cross_check, timeout=s.program_timeout,
+            out = await self.pool.call("execute", text, backend, cross_check, trace, timeout=s.program_timeout,
                                  what="program", wait=s.program_timeout, hint="the server's --timeout")
         except (ExecutionError, StoreError, Busy) as exc:       # a timeout, a crashed worker
             out = {"program": None, "steps": None, "sparql": None, "answer": None, "kind": None,
@@ -440,9 +450,9 @@ class Workbench:
         out["total_seconds"] = round(time.perf_counter() - started, 6)
         return out
 
-    def sparql(self, query: str, media_type: str | None = None, accept: str | None = None) -> fmt.Serialized:
+    async def sparql(self, query: str, media_type: str | None = None, accept: str | None = None) -> fmt.Serialized:
         s = self.settings
-        return self.pool.call("sparql", query, media_type, accept, s.row_limit, timeout=s.query_timeout,
+        return await self.pool.call("sparql", query, media_type, accept, s.row_limit, timeout=s.query_timeout,
                               what="query", wait=s.query_timeout, hint="the server's --query-timeout")
 
     # ---- questions ----------------------------------------------------------------------------
