@@ -49,9 +49,9 @@ def _check(results: list[dict]) -> None:
 
 
 def test_hostile_inputs_on_every_entry_point(tmp_path, kb_turtle):
-    _check(_run(tmp_path, 60, seed=0, budget=300))
+    _check(_run(tmp_path, 30, seed=0, budget=300))
 
 
 @pytest.mark.slow
 def test_hostile_inputs_on_every_entry_point_many(tmp_path, kb_turtle):
-    _check(_run(tmp_path, 600, seed=1, budget=600))
+    _check(_run(tmp_path, 300, seed=1, budget=600))
