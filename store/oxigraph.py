@@ -170,6 +170,33 @@ _PNAME = re.compile(r"(?<![\w?$<:/#.\"'-])([A-Za-z][\w.-]*)?:(?=[A-Za-z0-9_])")
 _DECLARED = re.compile(r"PREFIX\s*([^\s:]*):", re.IGNORECASE)
 
 
+def screen_query(sparql: str, *, allow_service: bool = False) -> None:
+    """Everything a query is refused for before it reaches any engine: an update, a
+    ``SERVICE`` call (unless ``allow_service``), nesting deeper than the parser survives.
+
+    :raises ReadOnlyError, QueryRefused, QuerySyntaxError:
+    """
+    refuse_update(sparql)
+    if not allow_service:
+        refuse_service(sparql)
+    refuse_deep_nesting(sparql)
+
+
+def query_raw(store: ox.Store, sparql: str, *, base_iri: str | None = None):
+    """A screened, read-only query on a pyoxigraph store, answered with pyoxigraph's own
+    result objects (for a service that writes the standard result formats itself).
+
+    :raises ReadOnlyError, QueryRefused, QuerySyntaxError, StoreError: as ``OxigraphStore.query``.
+    """
+    screen_query(sparql)
+    try:
+        return store.query(sparql, base_iri=base_iri)
+    except SyntaxError as exc:
+        raise _syntax_error(sparql, exc, None) from None
+    except OSError as exc:
+        raise StoreError(f"query failed: {exc}") from None
+
+
 def _offset(text: str, line: int, column: int) -> int:
     lines = text.split("\n")
     return sum(len(lines[i]) + 1 for i in range(min(line - 1, len(lines)))) + column - 1
@@ -437,10 +464,7 @@ class OxigraphStore:
         :raises QueryTimeout: when the time limit is exceeded.
         :raises StoreError: if evaluation fails.
         """
-        refuse_update(sparql)
-        if not allow_service:
-            refuse_service(sparql)
-        refuse_deep_nesting(sparql)
+        screen_query(sparql, allow_service=allow_service)
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
         if timeout is None:
@@ -559,10 +583,7 @@ def query_in_subprocess(path: Path | str, sparql: str, *, timeout: float | None 
     :raises ReadOnlyError, QueryRefused, QuerySyntaxError, QueryTimeout, StoreError: as
         ``OxigraphStore.query`` (``SERVICE`` is refused before any process starts).
     """
-    refuse_update(sparql)
-    if not allow_service:
-        refuse_service(sparql)
-    refuse_deep_nesting(sparql)
+    screen_query(sparql, allow_service=allow_service)
     if timeout is not None and timeout <= 0:
         raise ValueError("timeout must be > 0 seconds")
     request = {"path": str(path), "sparql": sparql, "limit": limit, "allow_service": allow_service,

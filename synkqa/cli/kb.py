@@ -495,24 +495,18 @@ def sparql(
     start = time.perf_counter()
     try:
         if endpoint is not None:
-            from store.oxigraph import refuse_deep_nesting, refuse_service, refuse_update
+            from store.oxigraph import screen_query
             from store.remote import EndpointStore
-            refuse_update(text)
-            if not allow_service:
-                refuse_service(text)
-            refuse_deep_nesting(text)
+            screen_query(text, allow_service=allow_service)
             if graph is not None:
                 _require_graph(endpoint, graph, timeout)
             result = EndpointStore(endpoint, graph=graph, timeout=timeout).query(with_prefixes(text))
             if row_limit is not None and not isinstance(result, bool) and len(result.rows) > row_limit:
                 result = type(result)(result.variables, result.rows[:row_limit], True)
         else:
-            from store.oxigraph import query_in_subprocess, refuse_deep_nesting, refuse_service, refuse_update
+            from store.oxigraph import query_in_subprocess, screen_query
             from synkqa.benchmark import world
-            refuse_update(text)  # before building anything
-            if not allow_service:
-                refuse_service(text)
-            refuse_deep_nesting(text)
+            screen_query(text, allow_service=allow_service)  # before building anything
             if kb is not None:
                 from synkqa.benchmark.executors import kb_file_schema
                 prefixes = kb_file_schema(kb).prefixes        # the file's own, predeclared

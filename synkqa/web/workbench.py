@@ -24,7 +24,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from kopl2sparql.errors import (ConfigError, EngineDisagreement, ExecutionError, ExecutionTimeout, ProgramError,
-                                QuerySyntaxError, StoreError, SynKQAError, safe_text)
+                                StoreError, SynKQAError, safe_text)
 from store.deadline import DeadlineWorker
 from synkqa.web import results as fmt
 
@@ -89,7 +89,7 @@ class _SynKQA:
             from store.remote import EndpointStore
             EndpointStore(settings.endpoint).require_data()
             self.engines["endpoint"] = self.kb.executor(settings.endpoint)
-        self.store = self.engines["oxigraph"].store          # an OxigraphStore
+        self.raw_store = self.engines["oxigraph"].store.raw     # the OxigraphStore's pyoxigraph Store
         self.prefixes = dict(self.schema.prefixes)
         self.base_iri = None
 
@@ -170,7 +170,6 @@ class _KQAPro:
             endpoint = EndpointStore(settings.endpoint)
             endpoint.require_data()
             self.engines["endpoint"] = EndpointEngine(self.kbmodel, endpoint, name=settings.endpoint)
-        self.store = None
         self.raw_store = self.engines["oxigraph"].store          # a pyoxigraph Store
         self.prefixes = {"xsd": "http://www.w3.org/2001/XMLSchema#"}
         self.base_iri = BASE
@@ -267,20 +266,12 @@ def _execute_op(language, text: str, backend: str, cross_check: bool, trace: boo
 
 def _sparql_op(language, endpoint, query: str, media_type: str | None, accept: str | None,
                limit: int) -> fmt.Serialized:
-    from store.oxigraph import query_form, refuse_deep_nesting, refuse_service, refuse_update
-    refuse_update(query)
-    refuse_service(query)
-    refuse_deep_nesting(query)
+    from store.oxigraph import query_form, query_raw, screen_query
     if endpoint is not None:
-        result = endpoint.raw_query(query)
+        screen_query(query)             # before anything is sent
+        result = endpoint.raw_results(query)
     else:
-        raw = language.store.raw if language.store is not None else language.raw_store
-        try:
-            result = raw.query(query, base_iri=language.base_iri)
-        except SyntaxError as exc:
-            raise QuerySyntaxError(safe_text(str(exc), 500)) from None
-        except OSError as exc:
-            raise StoreError(f"query failed: {safe_text(str(exc), 500)}") from None
+        result = query_raw(language.raw_store, query, base_iri=language.base_iri)
     try:
         if isinstance(result, ox.QueryBoolean):
             return fmt.serialize_boolean(bool(result), fmt.negotiate(accept, False, media_type))
@@ -290,18 +281,6 @@ def _sparql_op(language, endpoint, query: str, media_type: str | None, accept: s
         return fmt.serialize_solutions(variables, result, fmt.negotiate(accept, False, media_type), limit)
     except (OSError, RuntimeError) as exc:
         raise StoreError(f"query failed: {safe_text(str(exc), 500)}") from None
-
-
-class _Endpoint:
-    """Queries forwarded to the configured endpoint; its JSON or Turtle answer is read back
-    with pyoxigraph, so the row limit and the formats are the same as for the embedded store."""
-
-    def __init__(self, url: str, timeout: float):
-        from store.remote import EndpointStore
-        self.store = EndpointStore(url, timeout=timeout)
-
-    def raw_query(self, query: str):
-        return self.store.raw_results(query)
 
 
 # ---- the pool --------------------------------------------------------------------------------
@@ -349,7 +328,10 @@ class Workbench:
             kqapro = is_kqapro_file(Path(settings.kb))
         self.language = _KQAPro(settings) if kqapro else _SynKQA(settings)
         self.backends = ["native", "oxigraph"] + (["endpoint"] if settings.endpoint else [])
-        endpoint = _Endpoint(settings.endpoint, settings.query_timeout) if settings.endpoint else None
+        endpoint = None
+        if settings.endpoint:
+            from store.remote import EndpointStore
+            endpoint = EndpointStore(settings.endpoint, timeout=settings.query_timeout)
         language = self.language
         self._vocabulary = {kind: sorted(pairs, key=lambda p: (p[0].casefold(), p[0]))
                             for kind, pairs in language.vocabulary().items()}
