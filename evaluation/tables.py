@@ -319,14 +319,20 @@ def runtime_table(results: dict) -> Table | None:
                  digits=3)
 
 
-def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
-    """``out_dir/<key>.md`` and ``<key>.json`` per table; returns the paths written."""
+def write_tables(tables: list[Table], out_dir: Path, extra: dict[str, dict[str, Any]] | None = None,
+                 sort_keys: bool = False) -> list[Path]:
+    """``out_dir/<key>.md`` and ``<key>.json`` per table; returns the paths written.
+
+    :param extra: per table key, fields added to its JSON (the raw data behind the table).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for table in tables:
         md, js = out_dir / f"{table.key}.md", out_dir / f"{table.key}.json"
         md.write_text(table.markdown(), encoding="utf-8")
-        js.write_text(json.dumps(table.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        payload = {**table.to_json(), **(extra or {}).get(table.key, {})}
+        js.write_text(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=sort_keys) + "\n",
+                      encoding="utf-8")
         written += [md, js]
     return written
 

@@ -40,7 +40,10 @@ NUMBER_TYPES = frozenset((YEAR, COUNT, QUANTITY))
 
 # ---- tokens --------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"\b(Person|City|Country|Org)_[0-9]+\b|'s\b|’s\b|[A-Za-z]+|[0-9]+(?:\.[0-9]+)?")
+_TOKEN = re.compile(r"\b(Person|City|Country|Org)_[0-9]+\b|⟦([A-Za-z][A-Za-z0-9_]*)⟧|'s\b|’s\b|[A-Za-z]+"
+                    r"|[0-9]+(?:\.[0-9]+)?")
+"""Words, numbers, SynKQA-Pro canonical names, and ``⟦Class⟧``: an entity mention an entity
+linker replaced by its class (any KB; see :mod:`parsers.linking`)."""
 _PREFIX_CLASS = {"Person": "Person", "City": "City", "Country": "Country", "Org": "Organization"}
 
 
@@ -92,8 +95,8 @@ def tokenize(question: str) -> tuple[Token, ...]:
     out = []
     for m in _TOKEN.finditer(question):
         text = m.group(0)
-        if m.group(1):
-            cls = _PREFIX_CLASS[m.group(1)]
+        if m.group(1) or m.group(2):
+            cls = _PREFIX_CLASS[m.group(1)] if m.group(1) else m.group(2)
             out.append(Token(f"<{cls.lower()}>", f"<{cls.lower()}>", name=text, cls=cls))
         elif text in ("'s", "’s"):
             continue
@@ -251,13 +254,14 @@ def _wh_type(words: list[str], i: int, lexicon, nouns: list[str]) -> ExpectedTyp
 
 
 @lru_cache(maxsize=50_000)
-def expected_type(question: str) -> ExpectedType:
-    """The answer types ``question`` asks for (see the module docstring for the rules).
+def expected_type(question: str, schema=None) -> ExpectedType:
+    """The answer types ``question`` asks for (see the module docstring for the rules), with
+    the type nouns of ``schema`` (default: the shipped ontology).
 
     Returns :data:`UNKNOWN` (nothing allowed means "no constraint") when no rule applies,
     so a validator built on it never rejects what it cannot judge.
     """
-    lexicon = type_lexicon()
+    lexicon = type_lexicon(schema)
     words = [t.text for t in tokenize(question)]
     nouns = [singular(w) for w in words]          # lexicon keys are singular
     if not words:

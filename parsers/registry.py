@@ -192,14 +192,25 @@ register_system(SystemSpec(
 # Beyond the paper: schema-ev (importing its module also adds the open-ended validators to
 # parsers.validators' registries). Registered here, like the others, so that no module
 # registers itself on import.
+from parsers.compose_ev import MODEL_KEY as COMPOSE_MODEL_KEY, CompositionalParser  # noqa: E402
 from parsers.open_ended import MODEL_KEY, SYSTEM_NAME, SchemaValidatedParser  # noqa: E402
 
 register_system(SystemSpec(
-    SYSTEM_NAME, "Schema-aware EV (enumerate + rank + validate)",
-    "Enumerate typed programs around the question's entities, rank them with a schema-aware "
-    "model, execute in rank order and keep the first that passes answer-type, trace and "
-    "(when given) option checks; runs open-ended",
-    make=lambda seed: SchemaValidatedParser(random_state=seed), model_key=MODEL_KEY,
+    SYSTEM_NAME, "Schema-aware EV (compositional: link, enumerate, rank, validate, refine)",
+    "Link entities from the KB's labels, enumerate typed programs with filters, verifications, "
+    "set operators, compared counts, superlatives and chains of up to four hops, rank them with "
+    "a schema-aware model, execute in rank order with answer-type and trace checks (and options "
+    "when given), and edit failed candidates where they failed; runs open-ended on any KB",
+    make=lambda seed: CompositionalParser(random_state=seed), model_key=COMPOSE_MODEL_KEY,
     wrap=lambda model, **kw: model.with_options(**kw),
     predicts_program=True, needs_choices=False, strength=50, default_k=10,
+    options=("k", "validator", "selection")))
+register_system(SystemSpec(
+    "schema-ev-templates", "Schema-aware EV, template-era grammar",
+    "schema-ev before the compositional program space: the enumerator of parsers.enumerate "
+    "(chains, one attribute or superlative, pairs), regular-expression entity linking; kept as "
+    "the baseline of the compositional study",
+    make=lambda seed: SchemaValidatedParser(random_state=seed), model_key=MODEL_KEY,
+    wrap=lambda model, **kw: model.with_options(**kw),
+    predicts_program=True, needs_choices=False, strength=45, default_k=10,
     options=("k", "validator", "selection")))

@@ -1,7 +1,9 @@
 """The SynKQA-Pro benchmark: questions, gold programs and answers, ten options, JSONL files.
 
 One build (seed 42) writes ``train.jsonl`` (100,000), ``validation.jsonl`` (10,000) and
-``test.jsonl`` (10,000) plus ``manifest.json`` under :func:`synkqa.benchmark.paths.dataset_dir`.
+``test.jsonl`` (10,000) plus ``manifest.json`` under :func:`synkqa.benchmark.paths.dataset_dir`,
+and beside them the small open-ended ``compositional.jsonl`` (questions beyond the nine
+templates, :mod:`synkqa.benchmark.compositional`), recorded under its own manifest key.
 The record format is documented in ``docs/DATASET.md``.
 
 How a question is made (paper §2):
@@ -697,6 +699,20 @@ def _forked_gold(drafts: list[Draft]) -> list[Gold]:
     return _gold(_WORKER_ENGINES, drafts)
 
 
+def _compositional_lines(engines: "GoldEngines", seed: int) -> tuple[bytes, int, dict[str, int]]:
+    """The compositional split as JSONL bytes, its record count and its count per part."""
+    from synkqa.benchmark import compositional
+    records = compositional.build_records(engines.native, engines._portable_executor(), seed)
+    parts: dict[str, int] = {}
+    for r in records:
+        parts[r["part"]] = parts.get(r["part"], 0) + 1
+    return b"".join(_line(r) for r in records), len(records), parts
+
+
+def _forked_compositional(seed: int) -> tuple[bytes, int, dict[str, int]]:
+    return _compositional_lines(_WORKER_ENGINES, seed)
+
+
 def _worker_init(parent: int, engines: "GoldEngines") -> None:
     import signal
     import sys
@@ -756,6 +772,23 @@ class _Workers:
         are executed when their result is asked for."""
         return drafts if self.pool is None else self.pool.submit(_forked_gold, drafts)
 
+    def submit_compositional(self, seed: int):
+        """Queue the compositional split (:mod:`synkqa.benchmark.compositional`): with
+        workers it is drawn and executed in one of them while this process writes the
+        other splits."""
+        return ("compositional", seed) if self.pool is None else self.pool.submit(_forked_compositional, seed)
+
+    def compositional_result(self, handle) -> tuple[bytes, int, dict[str, int]]:
+        if self.pool is None:
+            return _compositional_lines(self.engines, handle[1])
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return handle.result()
+        except BrokenProcessPool:
+            raise DatasetError("a worker process of the dataset build died (killed, or out of memory?); "
+                               "nothing was written") from None
+
     def result(self, handle) -> list[Gold]:
         if self.pool is None:
             return _gold(self.engines, handle)
@@ -776,7 +809,7 @@ Progress = Callable[[str, int, int], None]
 
 def build(seed: int = 42, out: Path | None = None, progress: Progress | None = None,
           sizes: dict[str, int] | None = None, engines: GoldEngines | None = None,
-          workers: int | None = None) -> Path:
+          workers: int | None = None, compositional: bool | None = None) -> Path:
     """Generate the three splits and write them atomically; returns the directory.
 
     The files appear together: they are written beside their final names and renamed only
@@ -789,14 +822,18 @@ def build(seed: int = 42, out: Path | None = None, progress: Progress | None = N
 
     :param sizes: split sizes (default :data:`SPLIT_SIZES`); smaller sizes are for tests.
     :param engines: the gold engines (default: native and Oxigraph on the KB of ``seed``).
+    :param compositional: also write the compositional split (``compositional.jsonl``, see
+        :mod:`synkqa.benchmark.compositional`); default: when ``sizes`` is not given.
     :raises EngineDisagreement: if the engines disagree on any gold program.
     """
     out = paths.dataset_dir(seed) if out is None else Path(out)
+    if compositional is None:
+        compositional = sizes is None
     sizes = dict(SPLIT_SIZES if sizes is None else sizes)
     for split in sizes:
         _check_split(split)
     with _gc_paused():
-        return _build(seed, out, progress, sizes, engines, workers)
+        return _build(seed, out, progress, sizes, engines, workers, compositional)
 
 
 @contextmanager
@@ -815,7 +852,7 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _build(seed: int, out: Path, progress: Progress | None, sizes: dict[str, int],
-           engines: "GoldEngines | None", workers: int | None) -> Path:
+           engines: "GoldEngines | None", workers: int | None, compositional: bool = False) -> Path:
     engines = GoldEngines(seed) if engines is None else engines
     kb = engines.kb
     workers = _default_workers() if workers is None else max(1, workers)
@@ -829,6 +866,9 @@ def _build(seed: int, out: Path, progress: Progress | None, sizes: dict[str, int
         # means complete split files.
         manifest_tmp = stack.enter_context(paths.atomic_path(out / "manifest.json"))
         temporaries = [manifest_tmp]
+        # The small compositional split goes first, so that a worker draws and executes it
+        # while the others start on the first chunks and this process writes.
+        composed = runner.submit_compositional(seed) if compositional else None
         # Every split's questions are drawn and queued first, a chunk at a time, so the
         # workers start on the first chunk at once and go on to the next split while this
         # process writes the current one. A program is executed in the chunk where it first
@@ -848,6 +888,14 @@ def _build(seed: int, out: Path, progress: Progress | None, sizes: dict[str, int
             temporaries.append(tmp)
             manifest["splits"][split] = _write_split(tmp, split, kb, seed, drafts, chunks, runner, known,
                                                      progress)
+        if composed is not None:
+            from synkqa.benchmark.compositional import FILE
+            data, count, parts = runner.compositional_result(composed)
+            tmp = stack.enter_context(paths.atomic_path(out / FILE))
+            temporaries.append(tmp)
+            tmp.write_bytes(data)
+            manifest["compositional"] = {"file": FILE, "questions": count, "bytes": len(data),
+                                         "sha256": hashlib.sha256(data).hexdigest(), "parts": parts}
         manifest_tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         for tmp in temporaries:
             # mkstemp creates 0600 files; a dataset is meant to be read by others.
@@ -922,7 +970,13 @@ def _manifest_ok(directory: Path, seed: int) -> bool:
         file = directory / info["file"]
         if not file.is_file() or file.stat().st_size != info["bytes"]:
             return False
-    return True
+    # Datasets cached before the compositional split existed are rebuilt once (the three
+    # splits come out byte-identical).
+    info = manifest.get("compositional")
+    if not isinstance(info, dict) or not isinstance(info.get("file"), str):
+        return False
+    file = directory / info["file"]
+    return file.is_file() and file.stat().st_size == info.get("bytes")
 
 
 @contextmanager
@@ -1007,6 +1061,9 @@ def check_split_file(path: Path | str) -> None:
     entries = splits.values() if isinstance(splits, dict) else ()
     if not isinstance(splits, dict) or not all(isinstance(info, dict) for info in entries):
         raise DatasetError(f"{manifest_path}: 'splits' is not a mapping of split entries (edited by hand?)")
+    extra = manifest.get("compositional")
+    if isinstance(extra, dict):
+        entries = [*entries, extra]
     info = next((info for info in entries if info.get("file") == path.name), None)
     if info is None:
         return
