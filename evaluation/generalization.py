@@ -21,7 +21,6 @@ deterministic; timings go to their own table.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +34,7 @@ from parsers.base import Prediction, ProgramRunner, queries_from
 from parsers.rerank import ExecutionValidatedParser
 
 __all__ = ["DEFAULT_HELD_OUT", "heldout_split", "open_ended_records", "other_phrasings_records",
-           "generalization_report", "SCHEMA_SYSTEM"]
+           "generalization_report", "generalization_jobs", "SCHEMA_SYSTEM"]
 
 DEFAULT_HELD_OUT = ("EmployerHQCountry", "WorkAndBornIntersection")
 SCHEMA_SYSTEM = "schema-ev"
@@ -101,6 +100,14 @@ def _trained(name: str, train: Sequence[dict], seed: int, cache: bool):
     return train_system(name, train, seed=seed, cache=cache).model
 
 
+_BEST = f"{SCHEMA_SYSTEM} (best)"
+
+
+def _system_names(best_rule: bool) -> list[str]:
+    """The systems' names in the report's order (the order :func:`_systems` builds them)."""
+    return ["tc", "ev-tc", SCHEMA_SYSTEM] + ([_BEST] if best_rule else [])
+
+
 def _systems(tc_model, schema_model, k: int, schema_k: int, best_rule: bool = True
              ) -> dict[str, dict[str, Any]]:
     """The answering objects per (system, mode); ``best_rule`` adds schema-ev with the
@@ -113,7 +120,7 @@ def _systems(tc_model, schema_model, k: int, schema_k: int, best_rule: bool = Tr
                         "open": schema_model.with_options(k=schema_k)},
     }
     if best_rule:
-        systems[f"{SCHEMA_SYSTEM} (best)"] = {"mc": schema_model.with_options(k=schema_k, selection="best"),
+        systems[_BEST] = {"mc": schema_model.with_options(k=schema_k, selection="best"),
                                              "open": schema_model.with_options(k=schema_k, selection="best")}
     return systems
 
@@ -160,7 +167,8 @@ def generalization_report(out_dir: Path | str | None = None, *, seed: int = 0, b
                           data_dir: Path | str | None = None, splits: dict[str, list[dict]] | None = None,
                           executor=None, other_phrasings: Path | str | None = None,
                           timing_questions: int | None = 2000, cache: bool = True,
-                          best_rule: bool = True, progress: Progress | None = None) -> dict[str, Any]:
+                          best_rule: bool = True, progress: Progress | None = None,
+                          workers: int | None = 1) -> dict[str, Any]:
     """Evaluate TC, EV-TC and schema-ev on the paraphrase-shifted test split, the held-out
     templates and (if given) other phrasings, with and without options; return plain data
     with two :class:`~evaluation.tables.Table` objects under ``"_tables"``, and write
@@ -172,56 +180,125 @@ def generalization_report(out_dir: Path | str | None = None, *, seed: int = 0, b
         ``0``: no timing).
     :param cache: reuse trained models from the model cache.
     :param best_rule: also evaluate schema-ev with the best-scoring selection rule.
+    :param workers: processes for the independent parts (:mod:`evaluation.parallel`;
+        ``None``: one per CPU). The numbers do not depend on it, the timings may.
     """
+    from evaluation.parallel import run_jobs
     progress = progress or Progress()
     if splits is None or "train" not in splits or "test" not in splits:
         splits = load_splits(("train", "test"), data_dir=data_dir, progress=progress)
-    train, test = splits["train"], splits["test"]
     executor = executor or make_executor(backend)
+    jobs, combine = generalization_jobs(splits, executor, seed=seed, k=k, schema_k=schema_k,
+                                        held_out=held_out, other_phrasings=other_phrasings,
+                                        timing_questions=timing_questions, cache=cache,
+                                        best_rule=best_rule)
+    return combine(run_jobs(jobs, progress, workers=workers), out_dir)
+
+
+def generalization_jobs(splits: dict[str, list[dict]], executor, *, seed: int = 0, k: int = 5,
+                        schema_k: int = 10, held_out: Sequence[str] = DEFAULT_HELD_OUT,
+                        other_phrasings: Path | str | None = None, timing_questions: int | None = 2000,
+                        cache: bool = True, best_rule: bool = True):
+    """The report as independent jobs (:class:`evaluation.parallel.Job`) and the function that
+    combines their results: ``combine(results, out_dir)`` returns what
+    :func:`generalization_report` returns (and writes its files when ``out_dir`` is given).
+
+    The held-out models and cells are one job; the full-split models are another, which the
+    test split's two halves (every system in both modes) and the timing wait for. Each job
+    answers with its own execution memo, and the predictions of the halves are scored
+    together, so the numbers are the same however the jobs are spread.
+    """
+    from evaluation.parallel import Job
+    train, test = splits["train"], splits["test"]
     ho_train, ho_test = heldout_split(train, test, held_out)
-    sets: dict[str, list[dict]] = {"test": list(test), "heldout": ho_test}
-    if other_phrasings is not None:
-        sets["other"] = other_phrasings_records(other_phrasings, executor)
+    other = other_phrasings_records(other_phrasings, executor) if other_phrasings is not None else None
+    timed = [] if timing_questions == 0 else (test if timing_questions is None else test[:timing_questions])
 
-    with progress.task("train tc, schema-ev (full train split)", 1):
-        full = _systems(_trained("tc", train, seed, cache), _trained(SCHEMA_SYSTEM, train, seed, cache),
-                        k, schema_k, best_rule)
-    with progress.task(f"train tc, schema-ev (without {', '.join(held_out)})", 1):
-        held = _systems(_trained("tc", ho_train, seed, cache), _trained(SCHEMA_SYSTEM, ho_train, seed, cache),
-                        k, schema_k, best_rule)
+    def full_models(progress: Progress, done: dict) -> tuple:
+        with progress.task("train tc, schema-ev (full train split)", 1):
+            # schema-ev first: by the time it is fitted, a TC seed trained by another job
+            # in parallel is in the model cache.
+            schema = _trained(SCHEMA_SYSTEM, train, seed, cache)
+            return _trained("tc", train, seed, cache), schema
 
-    runner = ProgramRunner(executor, memo=True)
-    cells: dict[str, dict[str, Any]] = {}
-    for name in full:
-        for mode in ("mc", "open"):
-            row: dict[str, Any] = {}
-            for set_name, records in sets.items():
-                systems = held if set_name == "heldout" else full
-                recs = records if mode == "mc" or set_name == "other" else open_ended_records(records)
-                if set_name == "other" and mode == "mc":
-                    continue                      # hand-written questions have no options
-                preds = _answer(systems[name][mode], recs, runner, progress, f"{name} {mode} {set_name}")
-                row[set_name] = _cell(records, preds)
-            cells[f"{name}/{mode}"] = row
+    def heldout_cells(progress: Progress, done: dict) -> dict:
+        with progress.task(f"train tc, schema-ev ({len(held_out)} held out)", 1):
+            schema = _trained(SCHEMA_SYSTEM, ho_train, seed, cache)
+            held = _systems(_trained("tc", ho_train, seed, cache), schema, k, schema_k, best_rule)
+        runner = ProgramRunner(executor, memo=True)
+        cells = {}
+        for name in held:
+            for mode in ("mc", "open"):
+                recs = ho_test if mode == "mc" else open_ended_records(ho_test)
+                preds = _answer(held[name][mode], recs, runner, progress, f"{name} {mode} heldout")
+                cells[f"{name}/{mode}"] = _cell(ho_test, preds)
+        return cells
 
-    results: dict[str, Any] = {
-        "config": {"seed": seed, "k": k, "schema_k": schema_k, "held_out": list(held_out),
-                   "backend": getattr(executor, "name", backend), "test_questions": len(test),
-                   "heldout_train_questions": len(ho_train), "heldout_test_questions": len(ho_test),
-                   "other_phrasings": len(sets.get("other", ())),
-                   "open_ended_ev_tc_validator": OPEN_VALIDATOR},
-        "cells": cells,
-    }
-    if timing_questions != 0:
-        timed = test if timing_questions is None else test[:timing_questions]
-        results["runtime"] = _timing(full, timed, executor, progress)
-    tables = [_accuracy_table(results)]
-    if "runtime" in results:
-        tables.append(_runtime_table(results))
-    results["_tables"] = tables
-    if out_dir is not None:
-        results["files"] = [str(p) for p in _write(results, tables, Path(out_dir))]
-    return results
+    def test_part(part: slice, with_other: bool):
+        # Both modes of one slice of the test split in one job: the ranking of a question
+        # and the executions of its candidates are shared between them (memo).
+        def run(progress: Progress, done: dict) -> dict:
+            full = _systems(*done["generalization: models"], k, schema_k, best_rule)
+            runner = ProgramRunner(executor, memo=True)
+            records = test[part]
+            label = f"{part.start + 1}-{min(part.stop, len(test))}"
+            predictions: dict[str, list[Prediction]] = {}
+            for name in full:
+                for mode in ("mc", "open"):
+                    recs = records if mode == "mc" else open_ended_records(records)
+                    predictions[f"{name}/{mode}/test"] = _answer(full[name][mode], recs, runner, progress,
+                                                                 f"{name} {mode} test {label}")
+                    if with_other and other is not None and mode == "open":   # no options there
+                        predictions[f"{name}/{mode}/other"] = _answer(full[name][mode], other, runner,
+                                                                      progress, f"{name} {mode} other")
+            return predictions
+        return run
+
+    def timing(progress: Progress, done: dict) -> dict:
+        return _timing(_systems(*done["generalization: models"], k, schema_k, best_rule), timed,
+                       executor, progress)
+
+    half = (len(test) + 1) // 2
+    parts = [slice(0, half), slice(half, len(test))]
+    test_jobs = [f"generalization: test {i}/{len(parts)}" for i in range(1, len(parts) + 1)]
+    jobs = [Job("generalization: models", full_models, cost=8),
+            Job("generalization: held-out", heldout_cells, cost=14)]
+    jobs += [Job(name, test_part(part, with_other=i == 0), after=("generalization: models",),
+                 cost=18 * len(test) / 10000)
+             for i, (name, part) in enumerate(zip(test_jobs, parts))]
+    if timed:
+        jobs.append(Job("generalization: timing", timing, after=("generalization: models",), cost=6))
+    names = _system_names(best_rule)
+
+    def combine(results: dict[str, Any], out_dir: Path | str | None = None) -> dict[str, Any]:
+        held_cells = results["generalization: held-out"]
+        cells: dict[str, dict[str, Any]] = {}
+        for name in names:
+            for mode in ("mc", "open"):
+                preds = [p for job in test_jobs for p in results[job][f"{name}/{mode}/test"]]
+                row = {"test": _cell(test, preds), "heldout": held_cells[f"{name}/{mode}"]}
+                if f"{name}/{mode}/other" in results[test_jobs[0]]:
+                    row["other"] = _cell(other, results[test_jobs[0]][f"{name}/{mode}/other"])
+                cells[f"{name}/{mode}"] = row
+        out: dict[str, Any] = {
+            "config": {"seed": seed, "k": k, "schema_k": schema_k, "held_out": list(held_out),
+                       "backend": getattr(executor, "name", "?"), "test_questions": len(test),
+                       "heldout_train_questions": len(ho_train), "heldout_test_questions": len(ho_test),
+                       "other_phrasings": len(other or ()),
+                       "open_ended_ev_tc_validator": OPEN_VALIDATOR},
+            "cells": cells,
+        }
+        if "generalization: timing" in results:
+            out["runtime"] = results["generalization: timing"]
+        tables = [_accuracy_table(out)]
+        if "runtime" in out:
+            tables.append(_runtime_table(out))
+        out["_tables"] = tables
+        if out_dir is not None:
+            out["files"] = [str(p) for p in _write(out, tables, Path(out_dir))]
+        return out
+
+    return jobs, combine
 
 
 def _accuracy_table(results: dict[str, Any]) -> Table:
@@ -278,17 +355,7 @@ def _runtime_table(results: dict[str, Any]) -> Table:
 
 
 def _write(results: dict[str, Any], tables: list[Table], out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for table in tables:
-        md, js = out_dir / f"{table.key}.md", out_dir / f"{table.key}.json"
-        md.write_text(table.markdown(), encoding="utf-8")
-        payload = table.to_json()
-        if table.key == "generalization":
-            payload["cells"] = jsonable(results["cells"])
-            payload["config"] = jsonable(results["config"])
-        elif table.key == "generalization-runtime":
-            payload["raw"] = jsonable(results["runtime"])
-        js.write_text(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
-        written += [md, js]
-    return written
+    from evaluation.tables import write_tables
+    return write_tables(tables, out_dir, sort_keys=True, extra={
+        "generalization": {"cells": jsonable(results["cells"]), "config": jsonable(results["config"])},
+        "generalization-runtime": {"raw": jsonable(results.get("runtime"))}})

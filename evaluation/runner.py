@@ -64,16 +64,18 @@ class Progress:
     @contextmanager
     def task(self, description: str, total: int | None = None) -> Iterator["_Task"]:
         """A bar for one stage; ``advance(n)`` moves it, it completes on exit."""
-        if self._bar is None:
-            yield _Task(None, None)
-            return
-        task_id = self._bar.add_task(description, total=total)
-        handle = _Task(self._bar, task_id)
+        handle = self.open_task(description, total)
         try:
             yield handle
         finally:
-            self._bar.update(task_id, completed=total if total is not None else 1,
-                             total=total if total is not None else 1)
+            handle.close()
+
+    def open_task(self, description: str, total: int | None = None) -> "_Task":
+        """A bar that stays open until its ``close()`` (for bars driven from elsewhere, such
+        as a worker process's messages)."""
+        if self._bar is None:
+            return _Task(None, None)
+        return _Task(self._bar, self._bar.add_task(description, total=total), total)
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -96,10 +98,18 @@ class Progress:
 class _Task:
     bar: Any
     task_id: Any
+    total: int | None = None
 
     def advance(self, n: int = 1) -> None:
         if self.bar is not None:
             self.bar.update(self.task_id, advance=n)
+
+    def close(self) -> None:
+        """Show the stage as complete (and stop its clock)."""
+        if self.bar is not None:
+            total = self.total if self.total is not None else 1
+            self.bar.update(self.task_id, completed=total, total=total)
+            self.bar.stop_task(self.task_id)
 
 
 # ---- data and engines ----------------------------------------------------------------
@@ -450,8 +460,11 @@ def _mean_std(values: Sequence[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "std": statistics.pstdev(values) if len(values) > 1 else 0.0}
 
 
-def run_study(config: StudyConfig, progress: Progress | None = None) -> dict[str, Any]:
+def run_study(config: StudyConfig, progress: Progress | None = None,
+              splits: dict[str, list[dict]] | None = None) -> dict[str, Any]:
     """Train, run and evaluate every system of the paper; return all numbers as plain data.
+
+    :param splits: the three splits already loaded (else loaded, or built, here).
 
     The ``runtime`` entry (timings) is the only part that varies between runs.
     """
@@ -467,7 +480,8 @@ def run_study(config: StudyConfig, progress: Progress | None = None) -> dict[str
 
     with progress.paused():
         store = open_kb_store(config.kb_seed, config.scale, show_progress=progress.enabled)
-    splits = load_splits(SPLITS, seed=config.data_seed, data_dir=config.data_dir, progress=progress)
+    if splits is None or any(split not in splits for split in SPLITS):
+        splits = load_splits(SPLITS, seed=config.data_seed, data_dir=config.data_dir, progress=progress)
     with progress.task("Table I: SPARQL counts", 1):
         results["kb"] = kb_statistics(store)
     results["dataset"] = dataset_statistics(splits)

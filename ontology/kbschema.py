@@ -175,6 +175,7 @@ class Schema:
             by_label.setdefault(entity_labels.get(name, name), []).append(name)
         self._by_label = {label: tuple(sorted(names)) for label, names in by_label.items()}
         self._ancestors: dict[str, frozenset[str]] = {}
+        self._members: dict[str, tuple[str, ...]] = {}
         self._prefix_of = {ns: p for p, ns in prefixes.items()}
         vocab = {_namespace(info.iri) for table in (classes, relations, attributes)
                  for info in table.values() if info.iri}
@@ -328,8 +329,11 @@ class Schema:
 
     def members(self, cls: str) -> list[str]:
         """Entities of ``cls`` or of a class below it, in name order."""
-        return sorted(n for n, types in self.entity_types.items()
-                      if any(cls in self.ancestors(t) for t in types))
+        found = self._members.get(cls)
+        if found is None:  # a scan of every entity: remembered (the parsers ask per shape)
+            found = self._members[cls] = tuple(sorted(n for n, types in self.entity_types.items()
+                                                      if any(cls in self.ancestors(t) for t in types)))
+        return list(found)
 
     # ---- SPARQL text -------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ import copy
 import hashlib
 import math
 import re
+import weakref
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
@@ -41,6 +42,9 @@ from parsers.validators import (EXECUTION_ERROR, NOT_EXAMINED, SelectionRule, Tr
                                 Verdict, get_selection, get_validator)
 
 __all__ = ["SchemaValidatedParser", "template_of", "DEFAULT_VALIDATOR", "SYSTEM_NAME", "MODEL_KEY"]
+
+_RANKINGS: "weakref.WeakKeyDictionary[SchemaRanker, dict]" = weakref.WeakKeyDictionary()
+"""Per fitted ranker (not pickled with it): question -> its first k ranked candidates."""
 
 SYSTEM_NAME = "schema-ev"
 DEFAULT_VALIDATOR = "options-if-given+open"
@@ -217,16 +221,31 @@ class SchemaValidatedParser(BaseEstimator):
         runner = as_runner(executor)
         return [self.decide(q, runner, validator, rule) for q in queries]
 
+    def _ranked(self, ranker: SchemaRanker, question: str, runner: ProgramRunner) -> list:
+        """The first ``k`` candidates of ``question``, best first. Remembered per ranker
+        when the runner memoises (evaluation), so the same question asked with and without
+        options is ranked once; timed runs (no memo) pay for every ranking."""
+        # Candidates are typed against the schema of the KB the runner executes on.
+        schema = schema_of(runner)
+        memo = _RANKINGS.setdefault(ranker, {}) if runner.memo else None
+        key = (question, id(schema), self.max_hops, int(self.k))
+        if memo is not None and key in memo:
+            return memo[key]
+        candidates = enumerate_programs(question, schema, max_hops=self.max_hops)
+        top = ranker.rank(question, candidates, limit=int(self.k))
+        if memo is not None:
+            if len(memo) > 100_000:
+                memo.clear()
+            memo[key] = top
+        return top
+
     def decide(self, query: Query, runner: ProgramRunner, validator: Validator | None = None,
                rule: SelectionRule | None = None) -> Prediction:
         """Rank, execute and validate the candidates of one query."""
         ranker = self._fitted()
         validator = validator or get_validator(self.validator)
         rule = rule or get_selection(self.selection)
-        # Candidates are typed against the schema of the KB the runner executes on.
-        candidates = enumerate_programs(query.question, schema_of(runner), max_hops=self.max_hops)
-        ranked = ranker.rank(query.question, candidates)
-        top = ranked[:int(self.k)]
+        top = self._ranked(ranker, query.question, runner)
         if top and query.choices is None and self.rollback_confidence is not None:
             margin = math.log(self.rollback_confidence / (1.0 - self.rollback_confidence))
             top = [(c, s) for c, s in top if s >= top[0][1] - margin]

@@ -110,7 +110,8 @@ class TraceValidator:
     - numbers and yes/no values must be of that kind;
     - an execution error stops the trace at the failing step (``trace-error@n``).
 
-    Traces are memoised per program text when the runner memoises (evaluation), and
+    Traces are memoised per program text, and step values per program prefix (candidates
+    of one question share their first steps), when the runner memoises (evaluation), and
     recomputed otherwise (timed runs pay for them).
     """
 
@@ -119,6 +120,7 @@ class TraceValidator:
 
     def __init__(self):
         self._cache: dict[tuple[int, str], Verdict] = {}
+        self._prefixes: dict[tuple, Answer] = {}
 
     def check(self, query: Query, program: str, execution: Execution, runner: ProgramRunner) -> Verdict:
         key = (id(runner.executor), program)
@@ -138,7 +140,12 @@ class TraceValidator:
         except ProgramError as exc:
             return ScoredVerdict(False, ILL_TYPED, detail=str(exc).splitlines()[0])
         try:
-            values = _step_values(checked.program, execution, runner.executor)
+            memo = None
+            if runner.memo:
+                if len(self._prefixes) > 200_000:
+                    self._prefixes.clear()
+                memo = self._prefixes
+            values = _step_values(checked.program, execution, runner.executor, memo)
         except ExecutionError as exc:
             done = len(getattr(exc, "trace", None) or [])
             return ScoredVerdict(False, f"{TRACE_ERROR}@{done + 1}", step=done + 1,
@@ -182,8 +189,8 @@ class TraceValidator:
         return "TraceValidator()"
 
 
-def _step_values(program, execution: Execution, executor) -> list[Answer] | None:
-    """The value every step of ``program`` pushes.
+def _step_values(program, execution: Execution, executor, memo: dict | None = None) -> list[Answer] | None:
+    """The value every step of ``program`` pushes (prefix values kept in ``memo`` if given).
 
     On a SPARQL executor (one with ``run_compiled``) each program prefix is compiled with
     :func:`~kopl2sparql.compiler.compile_program` and queried, except where the value is
@@ -210,11 +217,17 @@ def _step_values(program, execution: Execution, executor) -> list[Answer] | None
         elif step.op == "QueryName" and values:
             values.append(values[-1])
         else:
-            try:
-                values.append(run_compiled(compile_program(program.prefix(n), schema)))
-            except ExecutionError as exc:
-                exc.trace = values
-                raise
+            key = (id(executor), program.steps[:n])
+            value = memo.get(key) if memo is not None else None
+            if value is None:
+                try:
+                    value = run_compiled(compile_program(program.prefix(n), schema))
+                except ExecutionError as exc:
+                    exc.trace = values
+                    raise
+                if memo is not None:
+                    memo[key] = value
+            values.append(value)
     return values
 
 

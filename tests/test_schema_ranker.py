@@ -149,3 +149,17 @@ def test_errors():
         SchemaRanker().fit(["q1", "q2"], ["Find(Person_1);QueryAttr(birth_year)"])
     with pytest.raises(ModelError, match="no training question"):
         SchemaRanker().fit(["no entity here"], ["Find(Person_1);QueryAttr(birth_year)"])
+
+
+def test_ranking_with_a_limit_is_the_head_of_the_full_ranking(ranker):
+    """rank(limit=k) sorts only the candidates that can reach the first k places: it must
+    return exactly the first k of the full ranking, ties and all."""
+    ties = 0
+    for r in template_records("test", 4, seed=7) + template_records("train", 2, seed=8):
+        candidates = enumerate_programs(r["question"])
+        full = ranker.rank(r["question"], candidates)
+        scores = [round(s, 9) for _, s in full]
+        ties += len(scores) - len(set(scores))
+        for k in (1, 2, 3, 5, 10, len(full), len(full) + 3):
+            assert ranker.rank(r["question"], candidates, limit=k) == full[:k], (r["question"], k)
+    assert ties > 0   # the tie-break on length and text was exercised

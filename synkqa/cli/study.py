@@ -291,20 +291,6 @@ def _jsonable(value: Any) -> Any:
 
 # ---- reproduce ---------------------------------------------------------------------------
 
-def _beyond_section(gen: dict) -> str:
-    """SUMMARY.md's closing section: the headline cells of generalization.md."""
-    lines = ["", "## Beyond the paper (generalization.md)", ""]
-    for key, row in gen["cells"].items():
-        name, mode = key.split("/")
-        mode = "open-ended" if mode == "open" else "multiple-choice"
-        lines.append(f"- {name}, {mode}: test {row['test']['accuracy']:.2f} % / {row['test']['program_em']:.2f} % "
-                     f"EM; held-out templates {row['heldout']['accuracy']:.2f} % / "
-                     f"{row['heldout']['program_em']:.2f} % EM")
-    lines += ["", "Open-ended means without options; held-out templates were removed from training. "
-              "See generalization.md for the setup and generalization-runtime.md for the cost.", ""]
-    return "\n".join(lines)
-
-
 def _parse_seeds(text: str) -> tuple[int, ...]:
     try:
         seeds = tuple(int(s) for s in text.split(",") if s.strip())
@@ -326,48 +312,46 @@ def reproduce_command(
     beyond: bool = typer.Option(True, "--beyond/--no-beyond",
                                 help="Also evaluate schema-ev open-ended and on held-out templates "
                                      "(generalization.md)."),
+    compositional: bool = typer.Option(True, "--compositional/--no-compositional",
+                                       help="Also evaluate the open-ended systems per composition kind "
+                                            "on the compositional split (compositional.md)."),
     beyond_best: bool = typer.Option(False, "--beyond-best",
                                      help="In generalization.md, also run schema-ev with the "
                                           "best-scoring selection rule (about 8x the executions)."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1,
+                                          help="Processes for the independent stages (default: one per "
+                                               "CPU; 1 runs everything in one process). Tables and "
+                                               "figures do not depend on it."),
     json_output: bool = typer.Option(False, "--json", help="Print the headline numbers as JSON."),
 ) -> None:
     """Reproduce the paper: build what is missing (KB, dataset), train TC with every seed, evaluate every system, and write Tables I–XI (Markdown + JSON, beside the paper's), Figures 2–7 (PNG) and SUMMARY.md under --out.
 
-    Everything but runtime.md/runtime.json is byte-identical on a rerun.
+    The independent stages (the paper's study, the generalization study's parts) run in
+    parallel processes. Everything but the runtime tables is byte-identical on a rerun.
     """
-    from evaluation.runner import Progress, StudyConfig, run_study, write_report
+    from evaluation.reproduce import reproduce
+    from evaluation.runner import Progress, StudyConfig
     seed_list = _parse_seeds(seeds)
     ks = tuple(sorted(set((1, 2, 3, 5)) | {k}))
     config = StudyConfig(seeds=seed_list, backend=backend, k=k, ks=ks, data_dir=data, timing=timing)
     start = time.perf_counter()
     with Progress(enabled=True) as progress:
-        results = run_study(config, progress)
-        with progress.task("tables, figures, summary", 1):
-            written = write_report(results, out)
-        if beyond:
-            from evaluation.generalization import generalization_report
-            gen = generalization_report(out, seed=seed_list[0], backend=backend, k=k, data_dir=data,
-                                        executor=results["_executor"],
-                                        timing_questions=500 if timing else 0, best_rule=beyond_best,
-                                        progress=progress)
-            written += [Path(p) for p in gen["files"]]
-            summary = out / "SUMMARY.md"
-            if summary.exists():  # point readers of the summary at the beyond-the-paper table
-                summary.write_text(summary.read_text(encoding="utf-8") + _beyond_section(gen), encoding="utf-8")
+        done = reproduce(config, out, beyond=beyond, beyond_best=beyond_best, compositional=compositional,
+                         timing_questions=500 if timing else 0, workers=workers, progress=progress)
     elapsed = time.perf_counter() - start
-    systems = results["systems"]
+    written = done["files"]
     headline = {name: {"accuracy": round(m["overall"]["accuracy"], 2),
-                       "program_em": round(m["overall"]["program_em"], 2)} for name, m in systems.items()}
+                       "program_em": round(m["overall"]["program_em"], 2)} for name, m in done["systems"].items()}
     if json_output:
         print_json({"out": str(out), "seconds": round(elapsed, 2), "systems": headline,
-                    "runtime": results.get("runtime"), "files": [str(p) for p in written]})
+                    "runtime": done["runtime"], "stages": done["stages"], "files": written})
         return
     table = Table("system", "accuracy %", "program EM %", box=None)
     for name, m in headline.items():
         table.add_row(name, f"{m['accuracy']:.2f}", f"{m['program_em']:.2f}")
     stdout.print(table)
-    if results.get("runtime"):
-        rt = results["runtime"]
+    if done.get("runtime"):
+        rt = done["runtime"]
         stdout.print(f"TC {rt['tc']['ms_per_question']:.3f} ms/question, EV-TC "
                      f"{rt['ev-tc']['ms_per_question']:.3f} ms/question (x{rt['ratio']:.2f}), "
                      f"executor {rt['backend']}")
