@@ -331,12 +331,12 @@ def test_docker_loader_script_runs_against_real_servers(kb_turtle, tmp_path, vir
         run_isql(f"SPARQL CLEAR GRAPH <{graph}>;", isql=virtuoso_server.extra["isql"])
 
 
-# ---- docker/: no engine here, so structure and syntax ------------------------------------------------
+# ---- docker/: structure and syntax here; docker/test.sh runs the stack for real ----------------------
 
 def test_compose_file_structure():
     compose = yaml.safe_load((REPO / "docker" / "compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"virtuoso", "fuseki", "kb-loader"}
+    assert set(services) == {"virtuoso", "kb-loader", "synkqa", "fuseki", "fuseki-loader"}
     declared_volumes = set(compose["volumes"])
     for name, service in services.items():
         assert "image" in service or "build" in service, name
@@ -345,21 +345,48 @@ def test_compose_file_structure():
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
             assert source in declared_volumes, (name, volume)
-    virtuoso, loader = services["virtuoso"], services["kb-loader"]
-    assert "8890:8890" in virtuoso["ports"][0] and "3030:3030" in services["fuseki"]["ports"][0]
-    env = virtuoso["environment"]
-    assert env["VIRT_Parameters_CaseMode"] == "2" and int(env["VIRT_SPARQL_ResultSetMaxRows"]) >= 1_000_000
-    # The loader writes the Turtle where Virtuoso's bulk loader may read it, at the same path.
-    home = loader["environment"]["SYNKQA_HOME"]
-    assert f"kb-data:{home}" in loader["volumes"] and f"kb-data:{home}" in virtuoso["volumes"]
-    assert home in env["VIRT_Parameters_DirsAllowed"].split(",")
+        # Fuseki needs a registry image: its services stay out of the default profile.
+        assert (service.get("profiles") == ["fuseki"]) == name.startswith("fuseki"), name
+    virtuoso, loader, serve = services["virtuoso"], services["kb-loader"], services["synkqa"]
+    assert virtuoso["ports"][0].endswith(":8890") and services["fuseki"]["ports"][0].endswith(":3030")
+    assert (REPO / "docker" / virtuoso["build"]["context"] / "Dockerfile").is_file()
+    for toolkit in (loader, serve, services["fuseki-loader"]):
+        assert toolkit["build"]["dockerfile"] == "docker/Dockerfile" and "BASE" in toolkit["build"]["args"]
+    # The loader writes the Turtle where Virtuoso's bulk loader may read it, at the same path:
+    # SYNKQA_HOME of the toolkit image, a directory in DirsAllowed of the Virtuoso container.
+    assert "SYNKQA_HOME=/data" in (REPO / "docker" / "Dockerfile").read_text()
+    assert "kb-data:/data" in loader["volumes"] and "kb-data:/data:ro" in virtuoso["volumes"]
+    entrypoint = (REPO / "docker" / "virtuoso" / "entrypoint.sh").read_text()
+    for setting in ('DirsAllowed ".,/data"', "CaseMode 2", "ResultSetMaxRows 1000000",
+                    "MaxQueryCostEstimationTime 0"):
+        assert setting in entrypoint, setting
     assert loader["entrypoint"][-1] == "/src/docker/load-kb.sh"
-    assert (REPO / loader["build"]["dockerfile"]).is_file()
-    assert set(loader["depends_on"]) == {"virtuoso", "fuseki"}
+    assert loader["environment"]["SKIP_FUSEKI"] == "1" and loader["depends_on"] == ["virtuoso"]
+    assert serve["depends_on"]["kb-loader"]["condition"] == "service_completed_successfully"
+    assert any(arg.startswith("--endpoint=http://virtuoso:8890/sparql") for arg in serve["command"])
 
 
 def test_compose_scripts_parse():
-    assert subprocess.run(["bash", "-n", str(REPO / "docker" / "load-kb.sh")]).returncode == 0
-    assert subprocess.run(["bash", "-n", str(REPO / "scripts" / "install_endpoints.sh")]).returncode == 0
+    for script in ("docker/load-kb.sh", "docker/test.sh", "docker/crosscheck.sh",
+                   "docker/virtuoso/entrypoint.sh", "scripts/install_endpoints.sh", "scripts/test.sh"):
+        assert subprocess.run(["bash", "-n", str(REPO / script)]).returncode == 0, script
     dockerfile = (REPO / "docker" / "Dockerfile").read_text()
     assert "virtuoso-opensource-7-bin" in dockerfile and "pip install" in dockerfile
+    assert "virtuoso-opensource" in (REPO / "docker" / "virtuoso" / "Dockerfile").read_text()
+
+
+def test_docker_program_sampler(tmp_path):
+    """docker/programs.py, which feeds the container cross-check: N distinct well-typed
+    programs that the native engine answers, the same ones on every run."""
+    from kopl2sparql.syntax import parse
+
+    def sample():
+        proc = subprocess.run([sys.executable, str(REPO / "docker" / "programs.py"), "--n", "40"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    lines = sample()
+    assert len(lines) == len(set(lines)) == 40 and lines == sample()
+    for line in lines:
+        parse(line)
