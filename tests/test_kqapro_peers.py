@@ -421,6 +421,20 @@ def test_engine_crash_restarts_and_continues(engine, peer, example_kb):
     assert compare_engine(names(), raws[4], programs[4], example_kb) == ("incomparable", "invalid-program")
 
 
+def test_engine_crash_kills_only_a_forked_copy(engine):
+    """The child loads the KB once and runs programs in forked copies of itself: a program
+    that kills the engine (SIGSEGV on Verify* after a qualifier query, exit 125 on a bad
+    direction) costs a copy, not a reload, and the same child answers the next program."""
+    pid, crashes = engine._proc.pid, engine.crashes
+    segv = CASE["QueryAttrQualifier"] + [S("VerifyYear", ["2010", "="], [1])]
+    bad_direction = [F("LeBron James"), S("Relate", ["father", "sideways"], [0]), S("What", [], [1])]
+    height = attr("LeBron James", "height")
+    raws = engine.run_many([segv, height, bad_direction, height, segv])
+    assert [r.error for r in raws] == ["crashed (exit -11)", None, "crashed (exit 125)", None, "crashed (exit -11)"]
+    assert raws[1].text == raws[3].text == "206 centimetre"
+    assert engine._proc.pid == pid and engine.crashes == crashes + 3
+
+
 def test_engine_missing_file(tmp_path):
     with pytest.raises(PeerEngineError, match="no such KB JSON file"):
         KoplEnginePeer(tmp_path / "missing.json").start()
