@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -116,8 +117,20 @@ def _number(value) -> ox.Literal:
 
 def kb_triples(kb: KB) -> list[ox.Triple]:
     """The KB as triples, in a deterministic order with deterministic blank-node labels."""
+    return list(iter_kb_triples(kb))
+
+
+def iter_kb_triples(kb: KB) -> Iterator[ox.Triple]:
+    """The triples of :func:`kb_triples`, one by one: the serialiser takes them as they come,
+    so the whole list (about 60 triples per entity, a few hundred bytes each as Python
+    objects) is never held; with the KB itself that list was the largest thing in memory."""
     out: list[ox.Triple] = []
     add = out.append
+
+    def flush():
+        # Each entity's triples are yielded once it is written; ``out`` stays small.
+        yield from out
+        out.clear()
     iris = {name: ox.NamedNode(iri) for name, iri in predicate_map(kb).items()}
     preds = iris.__getitem__
     counter = {"v": 0, "f": 0}
@@ -155,6 +168,7 @@ def kb_triples(kb: KB) -> list[ox.Triple]:
         add(ox.Triple(iri[cid], PRED["name"], ox.Literal(c.name)))
         for parent in c.parents:
             add(ox.Triple(iri[cid], SUBCLASS, iri[parent]))
+    yield from flush()
     for eid, e in sorted(kb.entities.items()):
         node = iri[eid]
         add(ox.Triple(node, TYPE, ENTITY))
@@ -167,10 +181,12 @@ def kb_triples(kb: KB) -> list[ox.Triple]:
             key, value = preds(a.key), value_node(a.value)
             add(ox.Triple(node, key, value))
             fact(node, key, value, a.qualifiers)
+        yield from flush()
     for f in kb.relations:
         head, rel, tail = iri[f.head], preds(f.relation), iri[f.tail]
         add(ox.Triple(head, rel, tail))
         fact(head, rel, tail, f.qualifiers)
+        yield from flush()
     # what each predicate is, and its name (last: the names were collected on the way)
     kinds = {}
     for key in kb.qualifier_keys:
@@ -184,12 +200,18 @@ def kb_triples(kb: KB) -> list[ox.Triple]:
         if name in kb.qualifier_keys and kinds[name] is not QUALIFIER_KEY:
             add(ox.Triple(node, TYPE, QUALIFIER_KEY))
         add(ox.Triple(node, LABEL, ox.Literal(name)))
-    return out
+    yield from flush()
 
 
 def kb_to_turtle(kb: KB) -> bytes:
     """The KB as Turtle (absolute IRIs under :data:`BASE`)."""
-    return ox.serialize(kb_triples(kb), format=ox.RdfFormat.TURTLE, prefixes=PREFIXES)
+    return ox.serialize(iter_kb_triples(kb), format=ox.RdfFormat.TURTLE, prefixes=PREFIXES)
+
+
+def write_kb_turtle(kb: KB, path: Path | str) -> Path:
+    """:func:`kb_to_turtle` straight into a file (the same bytes, never held in memory)."""
+    ox.serialize(iter_kb_triples(kb), output=str(path), format=ox.RdfFormat.TURTLE, prefixes=PREFIXES)
+    return Path(path)
 
 
 def is_kqapro_turtle(head: bytes) -> bool:

@@ -290,3 +290,69 @@ def test_enginebench_still_runs(capsys):
 
     assert enginebench.main(["--scales", "1", "--n", "5"]) == 0
     assert "| 0 BirthYear |" in capsys.readouterr().out
+
+
+# ---- beyond the full table's scales (docs/BENCH.md, "Beyond VisKoP's scale") ----------------------
+
+def test_huge_scales_shrink_the_default_work_unless_set():
+    from evaluation.bench.config import HUGE_BATCH, HUGE_SCALE
+
+    config = bench.BenchConfig(n=10)
+    assert config.sizes(1)["batch"] == 120_000 and config.sizes(1)["evtc"] == 5
+    assert config.sizes(HUGE_SCALE)["batch"] == HUGE_BATCH and config.sizes(HUGE_SCALE)["evtc"] == 0
+    set_ = bench.BenchConfig(n=10, batch=50, evtc=3)
+    assert set_.sizes(HUGE_SCALE)["batch"] == 50 and set_.sizes(HUGE_SCALE)["evtc"] == 3
+
+
+def test_native_memory_check_says_why():
+    from evaluation.bench.config import native_fits
+
+    fits, why = native_fits(1000, 4000.0)
+    assert not fits and "4,000 MB" in why and "per scale unit" in why
+    assert native_fits(1, 4000.0)[0] and native_fits(1000, None)[0]
+
+
+def test_lean_schema_answers_like_the_full_one():
+    from evaluation.bench.leanschema import lean_schema
+    from ontology import Schema, schema_path
+    from synkqa.benchmark.world import ensure_turtle
+
+    real = Schema.from_turtle(schema_path(), ensure_turtle(42, 2))
+    lean = lean_schema(2, Schema.from_turtle(schema_path(), ensure_turtle(42, 1)))
+    assert (lean.classes, lean.relations, lean.attributes) == (real.classes, real.relations, real.attributes)
+    assert lean.entity_names() == real.entity_names() and len(lean.entity_iris) == len(real.entity_iris)
+    for name in real.entity_iris:
+        iri = real.entity_iris[name]
+        assert (lean.entity_iris[name], lean.entity_types[name], lean.entity_name(iri), lean.resolve(name)) == \
+            (iri, real.entity_types[name], name, real.resolve(name))
+    for bad in ("Person_12000", "Person_1", "Person_0001x", "City_2400", "Org_1600", "Country_240", "Nobody", "_"):
+        assert lean.resolve(bad) == real.resolve(bad) and lean.entity_classes(bad) == real.entity_classes(bad)
+        assert lean.entity_iri(bad) == real.entity_iri(bad)
+        assert lean.entity_name(real.entity_namespace + bad) == real.entity_name(real.entity_namespace + bad)
+    assert all(lean.members(c) == real.members(c) for c in real.classes)
+
+
+def test_kqapro_turtle_streams_the_same_bytes_and_runs_on_disk(tmp_path):
+    import pyoxigraph as ox
+
+    from evaluation.bench.kqapro_disk import run_disk
+    from kqapro.generator import generate
+    from kqapro.kb import KB
+    from kqapro.rdf import PREFIXES, kb_to_turtle, kb_triples, write_kb_turtle
+    from kqapro.sampling import random_programs
+
+    kb = KB.from_json(generate(scale=0.02, seed=3), where="test")
+    data = kb_to_turtle(kb)
+    assert data == ox.serialize(kb_triples(kb), format=ox.RdfFormat.TURTLE, prefixes=PREFIXES)
+    turtle = write_kb_turtle(kb, tmp_path / "kb.ttl")
+    assert turtle.read_bytes() == data
+    programs = random_programs(kb, 40, seed=1)
+    result = run_disk(kb, turtle, programs, tmp_path)
+    assert result["disagree"] == 0 and result["agree"] + sum(result["errors"].values()) == 40
+    assert result["disk_mb"] > 0 and set(result["p99_us"]) == set(result["median_us"])
+    assert not (tmp_path / "oxigraph-disk").exists()
+
+
+def test_kqapro_scale_that_cannot_fit_is_refused_with_the_reason():
+    result = CliRunner().invoke(_app(), ["bench", "--kind", "kqapro", "--scale", "353", "--engines", "native"])
+    assert result.exit_code != 0 and "does not fit in memory" in result.output and "per scale unit" in result.output

@@ -42,6 +42,30 @@ class EngineSpec:
 
 LARGE_SCALE = 100
 
+HUGE_SCALE = 300
+"""From this scale on (2.4 M entities) the parts of the work that measure something other
+than a query's latency are cut by default (:meth:`BenchConfig.sizes`): the gold batch to
+:data:`HUGE_BATCH` programs and EV-TC off (it trains a ranker on the dataset's questions,
+which says nothing new about a large KB). ``--batch`` and ``--evtc`` still set them."""
+HUGE_BATCH = 10_000
+
+NATIVE_BASE_MB = 750.0
+NATIVE_MB_PER_SCALE = 13.2
+"""Native's peak resident memory is about ``NATIVE_BASE_MB + NATIVE_MB_PER_SCALE * scale``
+(750 MB at scale 1, 1,739 at 100 in the full table of docs/BENCH.md; 13,869 MB at scale 1000,
+"Beyond VisKoP's scale": the index's build peaks above what it keeps). The bench checks it
+against the memory it may use before loading native (:func:`native_fits`)."""
+
+
+def native_fits(scale: int, available_mb: float | None) -> tuple[bool, str]:
+    """Whether native's extrapolated peak fits in ``available_mb``, and the figures as a sentence."""
+    need = NATIVE_BASE_MB + NATIVE_MB_PER_SCALE * scale
+    if available_mb is None:
+        return True, f"needs about {need:,.0f} MB (extrapolated); available memory unknown"
+    why = (f"needs about {need:,.0f} MB ({NATIVE_BASE_MB:,.0f} + {NATIVE_MB_PER_SCALE:g} per scale unit, "
+           f"measured at scales 1-1000), {available_mb:,.0f} MB may be used")
+    return need <= available_mb, why
+
 
 _HTTP_CAPS = {"templates": 500, "random": 500, "scans": 100, "batch_loop": 2000, "batch_many": 20_000,
               "evtc": 200}
@@ -105,8 +129,8 @@ class BenchConfig:
     n: int = 2000
     random_programs: int | None = None       # default: n
     scan_programs: int = 60                  # per scan shape
-    batch: int = 120_000
-    evtc: int | None = None                  # default: n // 2
+    batch: int | None = None                 # default: 120,000; HUGE_BATCH from HUGE_SCALE on
+    evtc: int | None = None                  # default: n // 2; 0 (off) from HUGE_SCALE on
     evtc_train: int = 20_000
     workers: int = 2
     seed: int = 0
@@ -117,11 +141,13 @@ class BenchConfig:
     worker_timeout: float = 3600.0
     rounds: int = 4                          # each work item runs in this many interleaved slices
 
-    def sizes(self) -> dict[str, int]:
+    def sizes(self, scale: int = 1) -> dict[str, int]:
+        """The work at ``scale``: what was set, else the defaults (smaller from :data:`HUGE_SCALE`)."""
+        huge = scale >= HUGE_SCALE
+        batch = self.batch if self.batch is not None else (HUGE_BATCH if huge else 120_000)
+        evtc = self.evtc if self.evtc is not None else (0 if huge else max(self.n // 2, 1))
         return {"templates": self.n, "random": self.random_programs if self.random_programs is not None else self.n,
-                "scans": self.scan_programs, "batch": self.batch,
-                "evtc": self.evtc if self.evtc is not None else max(self.n // 2, 1),
-                "evtc_train": self.evtc_train}
+                "scans": self.scan_programs, "batch": batch, "evtc": evtc, "evtc_train": self.evtc_train}
 
     def check(self) -> None:
         """:raises ConfigError: for sizes or URLs that cannot work."""

@@ -111,15 +111,15 @@ class _Ours(_Engine):
 
     def load(self) -> dict:
         from kopl2sparql.dialects import OXIGRAPH
+        from evaluation.bench.leanschema import schema_for
         from kopl2sparql.kbindex import KBIndex
-        from ontology import Schema, schema_path
         from store.executor import NativeExecutor, SparqlExecutor
         from store.oxigraph import OxigraphStore
 
         job, info = self.job, {}
         engine, turtle = job["engine"], Path(job["turtle"])
         schema_start = time.perf_counter()
-        schema = Schema.from_turtle(schema_path(), turtle)     # not part of any engine's load
+        schema = schema_for(turtle, job["scale"], job.get("kb_seed", 42))   # not part of any engine's load
         info["schema_s"] = round(time.perf_counter() - schema_start, 3)
         start = time.perf_counter()
         if engine == "native":

@@ -20,7 +20,7 @@ from pathlib import Path
 from kqapro.crosscheck import ENGINES, cross_check
 from kqapro.generator import generate
 from kqapro.kb import KB
-from kqapro.rdf import kb_to_turtle
+from kqapro.rdf import kb_to_turtle, write_kb_turtle  # noqa: F401 - kb_to_turtle kept for importers
 from kqapro.sampling import random_programs
 
 DEFAULT_ENGINES = ENGINES
@@ -37,13 +37,18 @@ def run_bench(scales: Sequence[float], engines: Sequence[str] = DEFAULT_ENGINES,
     for scale in scales:
         started = time.perf_counter()
         kb = KB.from_json(generate(scale=scale, seed=seed), where="generated KB")
+        generate_s = round(time.perf_counter() - started, 1)
         log(f"scale {scale:g}: {len(kb.entities)} entities generated in {time.perf_counter() - started:.1f} s")
         with tempfile.TemporaryDirectory(prefix="synkqa-bench-kqapro-") as tmp:
             workdir = Path(tmp)
             turtle = workdir / "kb.ttl"
-            turtle.write_bytes(kb_to_turtle(kb))
+            write_kb_turtle(kb, turtle)  # streamed: the Turtle is never held in memory
+            turtle_mb = round(turtle.stat().st_size / 2**20, 1)
             programs = random_programs(kb, n, seed=seed)
-            report = cross_check(kb, turtle, programs, engines, workdir=workdir)
+            report = cross_check(kb, turtle, programs, [e for e in engines if e != "oxigraph-disk"], workdir=workdir)
+            if "oxigraph-disk" in engines:  # Oxigraph on disk: evaluation/bench/kqapro_disk.py
+                from evaluation.bench.kqapro_disk import run_disk
+                report["engines"]["oxigraph-disk"] = run_disk(kb, turtle, programs, workdir)
         medians = {name: e["median_us"] for name, e in report["engines"].items()}
         families = sorted({f for m in medians.values() for f in m})
         ratios = []
@@ -55,6 +60,7 @@ def run_bench(scales: Sequence[float], engines: Sequence[str] = DEFAULT_ENGINES,
         overall = {name: statistics.median(v for v in m.values()) if m else None for name, m in medians.items()}
         runs.append({"scale": scale, "entities": len(kb.entities), "programs": n, "report": report,
                      "families": families, "ratios": ratios, "median_of_family_medians": overall})
+        runs[-1].update(generate_s=generate_s, turtle_mb=turtle_mb, peak_mb=_peak_mb())
         log(f"scale {scale:g}: done")
     result = {"engines": engines, "seed": seed, "runs": runs}
     if out is not None:
@@ -62,6 +68,13 @@ def run_bench(scales: Sequence[float], engines: Sequence[str] = DEFAULT_ENGINES,
         (out / "bench-kqapro.json").write_text(json.dumps(result, indent=1) + "\n")
         (out / "bench-kqapro.md").write_text(markdown(result))
     return result
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory so far (every engine but kopl-engine, Virtuoso and Jena runs in it)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def markdown(result: dict) -> str:

@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from evaluation.bench.config import OURS
+from evaluation.bench.config import HUGE_SCALE, OURS
 from evaluation.bench.workload import SCAN_SHAPES
 
 
@@ -202,17 +202,18 @@ SHORT = {"native": "native", "oxigraph-memory": "ox mem", "oxigraph-disk": "ox d
 """Column headings of the per-program table."""
 
 
-def shape_table(report: dict, scale: str) -> tuple[list[str], list[list[str]]]:
-    """Median µs per program at one scale: a row per work item, a column per engine that ran."""
+def shape_table(report: dict, scale: str, stat: str = "median_us") -> tuple[list[str], list[list[str]]]:
+    """Median (or ``stat``: ``p99_us``) µs per program at one scale: a row per work item, a
+    column per engine that ran."""
     block = report["scales"][scale]
     engines = [e for e, r in block["engines"].items() if r.get("status") == "ok"]
     keys = [f"templates/{t}" for t in TEMPLATE_ORDER] + ["random"] + [f"scans/{s}" for s in SCAN_SHAPES]
     rows = []
     for key in keys:
-        values = [(block["engines"][e].get("runs") or {}).get(key, {}).get("median_us") for e in engines]
+        values = [(block["engines"][e].get("runs") or {}).get(key, {}).get(stat) for e in engines]
         if any(v is not None for v in values):
             rows.append([key.split("/", 1)[-1]] + [_fmt(v) for v in values])
-    evtc = [(block["engines"][e].get("evtc") or {}).get("median_us") for e in engines]
+    evtc = [(block["engines"][e].get("evtc") or {}).get(stat) for e in engines]
     if any(v is not None for v in evtc):
         rows.append(["EV-TC per question"] + [_fmt(v) for v in evtc])
     return ["program"] + [SHORT.get(e, e) for e in engines], rows
@@ -236,6 +237,28 @@ def markdown(report: dict) -> str:
         lines += ["", f"Median µs per program, scale {scale}:", "", "| " + " | ".join(columns) + " |",
                   "|" + "---|" * len(columns)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
+    for scale in report["scales"]:
+        if int(scale) < HUGE_SCALE:
+            continue
+        # Beyond the full table's scales the tail matters as much as the median: p99 per shape too.
+        columns, rows = shape_table(report, scale, "p99_us")
+        lines += ["", f"p99 µs per program, scale {scale}:", "", "| " + " | ".join(columns) + " |",
+                  "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "KB and load:", ""]
+    for scale, block in report["scales"].items():
+        native = block["engines"].get("native") or {}
+        facts = [f"Turtle {block.get('turtle_mb')} MB"]
+        if native.get("entities"):
+            facts.append(f"{native['entities']:,} entities")
+        sizes = block.get("sizes") or {}
+        if sizes:
+            facts.append(f"work: batch {sizes.get('batch'):,}, EV-TC {sizes.get('evtc'):,}")
+        disk = block["engines"].get("oxigraph-disk") or {}
+        if disk.get("disk_mb") is not None:
+            facts.append(f"oxigraph-disk: {disk['disk_mb']:,} MB on disk after optimize(), "
+                         f"load {disk.get('load_s')} s, reopen {disk.get('open_s')} s, peak {disk.get('peak_mb')} MB")
+        lines.append(f"- scale {scale}: " + "; ".join(facts))
     for scale, block in report["scales"].items():
         twins = block.get("twins") or {}
         if not twins:

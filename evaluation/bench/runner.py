@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.bench.agreement import _agree, compare_answers
-from evaluation.bench.config import ENGINES, HTTP_ENGINES, LARGE_SCALE, OURS, BenchConfig
+from evaluation.bench.config import ENGINES, HTTP_ENGINES, HUGE_SCALE, LARGE_SCALE, OURS, BenchConfig, native_fits
 from evaluation.bench.measure import merge_parts, process_peak_mb
 from evaluation.bench.report import machine, summarise, write_outputs
 from evaluation.bench.servers import _Servers
@@ -65,7 +65,7 @@ def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dic
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=out))
-    sizes = config.sizes()
+    sizes = config.sizes(config.scales[0])
     report: dict[str, Any] = {"config": {**asdict(config), "out": str(config.out), "sizes": sizes},
                               "machine": machine(), "scales": {}}
     started = time.perf_counter()
@@ -77,10 +77,13 @@ def run(config: BenchConfig, log: Callable[[str], None] = lambda m: None) -> dic
             t0 = time.perf_counter()
             turtle = ensure_turtle(config.kb_seed, scale, progress=False)
             twins: dict[str, dict] = {}
-            results = _run_scale(config, scale, turtle, sizes, run_dir, log, first, twins)
+            scale_sizes = config.sizes(scale)
+            if scale_sizes != sizes:
+                log(f"scale {scale}: work sizes {scale_sizes} (the defaults shrink from scale {HUGE_SCALE})")
+            results = _run_scale(config, scale, turtle, scale_sizes, run_dir, log, first, twins)
             report["scales"][str(scale)] = {"turtle_mb": round(turtle.stat().st_size / 2**20, 1),
                                            "seconds": round(time.perf_counter() - t0, 1),
-                                           "engines": results}
+                                           "sizes": scale_sizes, "engines": results}
             if twins:
                 report["scales"][str(scale)]["twins"] = twins
             if first is None:
@@ -143,6 +146,18 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
                  [[e] for e in engines if ENGINES[e].family == "peer"]
     else:
         phases = [["native"] + engines]
+    if scale >= HUGE_SCALE:
+        fits, why = native_fits(scale, _memory_budget_mb())
+        log(f"scale {scale}: native {why}")
+        if not fits:
+            # Native is the reference: it draws the work and every answer is checked against
+            # it, so without it nothing at this scale can run. Say so instead of being killed.
+            results["native"] = {"engine": "native", "scale": scale, "status": "not run",
+                                 "reason": f"does not fit in memory: {why}"}
+            for engine in engines:
+                results[engine] = {"engine": engine, "scale": scale, "status": "not run",
+                                   "reason": "no reference work: native (which draws it) does not fit in memory"}
+            return results
     try:
         for number, phase in enumerate(phases):
             with_twins = number == 0 and first is not None and twins is not None and first["scale"] != scale
@@ -150,6 +165,8 @@ def _run_scale(config: BenchConfig, scale: int, turtle: Path, sizes: dict, run_d
                        first if with_twins else None, twins)
     finally:
         servers.stop()
+    if scale >= HUGE_SCALE and results["native"].get("status") == "failed":
+        return results        # reported as failed, with what the other engines measured in loading
     if results["native"].get("status") != "ok":
         raise WorkerFailed(f"the native engine (the reference) failed at scale {scale}: "
                            f"{results['native'].get('reason')}")
@@ -173,6 +190,36 @@ def _run_phase(config: BenchConfig, phase: list[str], base: dict, results: dict,
             worker.stop()
 
     try:
+        if scale >= HUGE_SCALE and "native" in phase:
+            # Loads of tens of minutes each: run them side by side, one per core, instead of one
+            # after the other (the others read the work only when they first run an item). Native
+            # failing to load (memory) ends the phase with what the others measured, not the run.
+            pending = {}
+            for engine in phase:
+                results[engine] = {"engine": engine, "scale": scale, "status": "ok"}
+                job = {**base, "engine": "native"} if engine == "native" else \
+                    _job_for(config, engine, base, results[engine], servers, turtle, run_dir, log)
+                if job is None:
+                    continue
+                log(f"scale {scale}: loading {engine} (loads run side by side from scale {HUGE_SCALE}) ...")
+                workers[engine] = _Worker(engine, job, run_dir, config.worker_timeout)
+                pending[engine] = workers[engine].send({"cmd": "load"})
+            for engine, sent in pending.items():
+                try:
+                    results[engine].update(workers[engine].receive({"cmd": "load"}, sent))
+                except WorkerFailed as exc:
+                    fail(engine, exc)
+            if "native" not in workers:
+                for engine in list(workers):
+                    try:
+                        results[engine].update(workers[engine].call({"cmd": "finish"}))
+                    except WorkerFailed:
+                        pass
+                    results[engine].update(status="not run", reason="no reference work: native failed to load")
+                    workers.pop(engine).stop()
+                return
+            results["native"].update(workers["native"].call({"cmd": "workload"}))
+            phase = []
         for engine in phase:
             if engine == "native":
                 log(f"scale {scale}: loading native (the reference; it draws the work) ...")
@@ -280,6 +327,24 @@ def _run_phase(config: BenchConfig, phase: list[str], base: dict, results: dict,
     finally:
         for worker in [*workers.values(), *twin_workers.values()]:
             worker.stop()
+
+
+def _memory_budget_mb() -> float | None:
+    """What a worker may use: the memory available now, or less under an address-space limit
+    (``prlimit --as``, ``ulimit -v``; workers inherit it). ``None`` if neither is known."""
+    import resource
+
+    budgets = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                budgets.append(int(line.split()[1]) / 1024)
+    except OSError:
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        budgets.append(soft / 2**20 * 0.97)       # native's virtual size is ~1 % above its resident size
+    return min(budgets) if budgets else None
 
 
 def _job_for(config: BenchConfig, engine: str, base: dict, result: dict, servers: "_Servers", turtle: Path,

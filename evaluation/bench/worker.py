@@ -100,6 +100,22 @@ class _Worker:
 
         :raises WorkerFailed: when the worker reports an error, dies or takes longer than the time limit.
         """
+        return self.receive(command, self.send(command))
+
+    def send(self, command: dict) -> bool:
+        """Send a command without waiting (:meth:`receive` gets the reply); ``False`` if the worker is gone."""
+        try:
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def receive(self, command: dict, sent: bool = True) -> dict:
+        """The reply to ``command``, sent before by :meth:`send`.
+
+        :raises WorkerFailed: as :meth:`call`.
+        """
         import threading
 
         expired = threading.Event()
@@ -111,9 +127,7 @@ class _Worker:
         timer = threading.Timer(self.timeout, kill)
         timer.start()
         try:
-            self.process.stdin.write(json.dumps(command) + "\n")
-            self.process.stdin.flush()
-            line = self.process.stdout.readline()
+            line = self.process.stdout.readline() if sent else ""
         except (BrokenPipeError, OSError):
             line = ""
         finally:

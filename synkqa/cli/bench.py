@@ -19,7 +19,8 @@ def bench(
     kind: str = typer.Option("synkqa", "--kind", help="synkqa: the paper's subset on the SynKQA-Pro KB; "
                                                    "kqapro: full KoPL on generated KQA Pro-shaped KBs "
                                                    "(scales like 0.1, 1, 10; engines native, oxigraph, "
-                                                   "virtuoso, jena, kopl, kopl-engine); serve: a load "
+                                                   "oxigraph-disk, virtuoso, jena, kopl, kopl-engine); "
+                                                   "serve: a load "
                                                    "test of `synkqa serve` (--clients, --seconds)."),
     scale: str = typer.Option("1,10", "--scale", help="KB scales, comma-separated (1 = the paper's 8,120 "
                                                      "entities; 100 = 812,000)."),
@@ -31,9 +32,10 @@ def bench(
     random_programs: int = typer.Option(None, "--random", help="Random programs beyond the templates "
                                                               "(default: --n)."),
     scans: int = typer.Option(60, "--scans", help="Programs per whole-country scan shape."),
-    batch: int = typer.Option(120_000, "--batch", help="Gold programs for the throughput batch "
-                                                       "(the benchmark's 120,000 by default)."),
-    evtc: int = typer.Option(None, "--evtc", help="EV-TC questions timed end to end (default: --n / 2)."),
+    batch: int = typer.Option(None, "--batch", help="Gold programs for the throughput batch (default: the "
+                                                    "benchmark's 120,000; 10,000 from scale 300; 0 skips it)."),
+    evtc: int = typer.Option(None, "--evtc", help="EV-TC questions timed end to end (default: --n / 2; "
+                                                  "off from scale 300; 0 skips it)."),
     evtc_train: int = typer.Option(20_000, "--evtc-train", help="Train questions the EV-TC ranker learns from."),
     workers: int = typer.Option(2, "--workers", help="Cores for the parallel batch run."),
     virtuoso: str = typer.Option(None, "--virtuoso", metavar="URL",
@@ -120,8 +122,17 @@ def _bench_kqapro(scale: str, engines: str, n: int, seed: int, out: Path, json_o
         scales = [float(s) for s in scale.split(",") if s.strip()]
     except ValueError:
         raise ConfigError(f"--scale takes comma-separated numbers, not {scale!r}") from None
-    if not scales or any(not 0 < s <= 100 for s in scales):
-        raise ConfigError("--scale: each scale must be in (0, 100]")
+    if not scales or any(not 0 < s for s in scales):
+        raise ConfigError("--scale: each scale must be positive")
+    from evaluation.bench.kqapro_disk import kqapro_fits
+    from evaluation.bench.runner import _memory_budget_mb
+
+    for s in scales:
+        # The KB is generated and held in Python objects, in this process, with every
+        # in-process engine: refuse a scale that cannot fit rather than be killed hours in.
+        fits, why = kqapro_fits(s, _memory_budget_mb())
+        if not fits:
+            raise ConfigError(f"--kind kqapro --scale {s:g} does not fit in memory: {why}")
     names = list(fullkopl.DEFAULT_ENGINES) if engines == "all" else [e.strip() for e in engines.split(",") if e.strip()]
     result = fullkopl.run_bench(scales, names, n=n, seed=seed, out=out, log=lambda m: stderr.print(m))
     if json_output:
